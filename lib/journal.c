@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the save/restore journal and the single-run lock (CONTRACT.md sections 5, 7).
+ *
+ * Every change to system state is appended to /run/krepro/journal.<pid> *before* it is
+ * made, as the action that undoes it. Undo actions are idempotent (write a value, rmdir,
+ * unlink, set a policy if the task is still the same one), so restoring twice is harmless
+ * and the supervising parent can always restore the whole journal after the child ends.
+ * A journal whose owner died (SIGKILL) is restored by the next run of any program.
+ *
+ * Line format, fields separated by tabs, with \t \n \\ escaped:
+ *   krepro-journal <pid> <starttime> <program>
+ *   write <path> <undo value>
+ *   rmdir <path>
+ *   unlink <path>
+ *   sched <tid> <starttime> <policy> <prio>
+ *   child <pid> <starttime>       (the measuring child: waited for before a stale restore)
+ */
+#include "krepro.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int jfd = -1;
+static char jpath[512];
+static pid_t jowner;
+
+const char *kr_rundir(void)
+{
+	const char *d = getenv("KREPRO_RUNDIR");
+	return d && *d ? d : "/run/krepro";
+}
+
+static int ensure_rundir(void)
+{
+	if (mkdir(kr_rundir(), 0700) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static void escape(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '\t' || *s == '\n' || *s == '\\') {
+			out[o++] = '\\';
+			out[o++] = *s == '\t' ? 't' : *s == '\n' ? 'n' : '\\';
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = 0;
+}
+
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1]) {
+			s++;
+			*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+}
+
+static unsigned long long starttime_of(pid_t pid)
+{
+	struct kr_taskstat t;
+	return kr_read_taskstat(pid, &t) == 0 ? t.starttime : 0;
+}
+
+/* the same process still running (not a reused pid, not a zombie nobody reaps) */
+static bool alive(pid_t pid, unsigned long long starttime)
+{
+	struct kr_taskstat t;
+
+	if (kr_read_taskstat(pid, &t) < 0)
+		return false;
+	return t.state != 'Z' && t.state != 'X' && (!starttime || t.starttime == starttime);
+}
+
+/* Open this process's journal (the supervisor's: a forked child keeps appending to it). */
+static int journal_open(void)
+{
+	if (jfd >= 0)
+		return 0;
+	if (ensure_rundir() < 0)
+		return -1;
+	jowner = getpid();
+	snprintf(jpath, sizeof(jpath), "%s/journal.%d", kr_rundir(), (int)jowner);
+	jfd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (jfd < 0)
+		return -1;
+	char line[256];
+	const struct kr_prog *p = kr_program();
+	int n = snprintf(line, sizeof(line), "krepro-journal\t%d\t%llu\t%s\n", (int)jowner,
+			 starttime_of(jowner), p ? p->name : "krepro");
+	if (write(jfd, line, (size_t)n) != n)
+		return -1;
+	return 0;
+}
+
+static int journal_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int journal_append(const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+
+	if (journal_open() < 0) {
+		kr_warn("cannot write the journal in %s: %s", kr_rundir(), strerror(errno));
+		return -1;
+	}
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* one write() per line with O_APPEND: a crash never leaves half an entry behind
+	 * that a restore would misread as a complete one */
+	if (write(jfd, line, (size_t)n) != n)
+		return -1;
+	fdatasync(jfd);
+	return 0;
+}
+
+int kr_journal_begin(void)
+{
+	return journal_open();
+}
+
+int kr_journal_child(pid_t pid)
+{
+	return journal_append("child\t%d\t%llu\n", (int)pid, starttime_of(pid));
+}
+
+int kr_journal_write_undo(const char *path, const char *value, const char *undo)
+{
+	char p[1024], u[2048];
+
+	escape(path, p, sizeof(p));
+	escape(undo, u, sizeof(u));
+	if (journal_append("write\t%s\t%s\n", p, u) < 0)
+		return -1;
+	return kr_write_file(path, value);
+}
+
+int kr_journal_write(const char *path, const char *value)
+{
+	char old[2048];
+
+	if (kr_read_file(path, old, sizeof(old)) < 0)
+		return -1;
+	return kr_journal_write_undo(path, value, old);
+}
+
+int kr_journal_mkdir(const char *path, mode_t mode)
+{
+	char p[1024];
+
+	escape(path, p, sizeof(p));
+	if (journal_append("rmdir\t%s\n", p) < 0)
+		return -1;
+	return mkdir(path, mode);
+}
+
+int kr_journal_unlink(const char *path)
+{
+	char p[1024];
+
+	escape(path, p, sizeof(p));
+	return journal_append("unlink\t%s\n", p);
+}
+
+int kr_journal_sched(pid_t tid, int policy, int prio)
+{
+	struct sched_param sp;
+	int old = sched_getscheduler(tid);
+	unsigned long long st = starttime_of(tid);
+
+	if (old < 0 || sched_getparam(tid, &sp) < 0 || !st)
+		return -1;
+	if (journal_append("sched\t%d\t%llu\t%d\t%d\n", (int)tid, st, old, sp.sched_priority) < 0)
+		return -1;
+	return kr_set_sched(tid, policy, prio);
+}
+
+/* A cgroup cannot be removed while tasks are in it: move stragglers to the parent. */
+static int remove_dir(const char *path)
+{
+	char procs[1100], parent[1100], buf[4096];
+
+	for (int i = 0; i < 100; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY && errno != ENOTEMPTY)
+			return -1;
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+		if (errno == EBUSY && kr_read_file(procs, buf, sizeof(buf)) > 0) {
+			snprintf(parent, sizeof(parent), "%s", path);
+			char *slash = strrchr(parent, '/');
+			if (slash) {
+				strcpy(slash, "/cgroup.procs");
+				for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n"))
+					kr_write_file(parent, s);
+			}
+		}
+		kr_sleep_ns(20000000); /* an exiting task leaves the group a little later */
+	}
+	errno = EBUSY;
+	return -1;
+}
+
+static int undo_line(char *line, bool verbose)
+{
+	char *f[6] = { 0 };
+	int n = 0;
+
+	for (char *s = line; n < 6; n++) {
+		f[n] = s;
+		s = strchr(s, '\t');
+		if (!s) {
+			n++;
+			break;
+		}
+		*s++ = 0;
+	}
+	for (int i = 0; i < n; i++)
+		unescape(f[i]);
+	int r = 0;
+	if (!strcmp(f[0], "write") && n == 3) {
+		r = kr_write_file(f[1], f[2]);
+		if (r < 0 && errno == ENOENT)
+			r = 0; /* gone with its namespace or device: nothing to restore */
+		if (verbose)
+			fprintf(stderr, "krepro: restore %s = %s%s\n", f[1], f[2], r ? " FAILED" : "");
+	} else if (!strcmp(f[0], "rmdir") && n == 2) {
+		r = remove_dir(f[1]);
+		if (verbose)
+			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
+	} else if (!strcmp(f[0], "unlink") && n == 2) {
+		r = unlink(f[1]) < 0 && errno != ENOENT ? -1 : 0;
+		if (verbose)
+			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
+	} else if (!strcmp(f[0], "sched") && n == 5) {
+		pid_t tid = (pid_t)atoi(f[1]);
+		/* only the same task: a pid may have been reused since */
+		if (starttime_of(tid) == strtoull(f[2], NULL, 10))
+			r = kr_set_sched(tid, atoi(f[3]), atoi(f[4])) < 0 && errno != ESRCH ? -1 : 0;
+		if (verbose)
+			fprintf(stderr, "krepro: restore policy %s prio %s of task %d%s\n", f[3], f[4],
+				(int)tid, r ? " FAILED" : "");
+	} else if (strcmp(f[0], "krepro-journal") && strcmp(f[0], "child") && *f[0]) {
+		fprintf(stderr, "krepro: journal: unknown entry '%s'\n", f[0]);
+		r = -1;
+	}
+	if (r)
+		fprintf(stderr, "krepro: could not restore (%s): %s\n", f[0], strerror(errno));
+	return r ? 1 : 0;
+}
+
+static int restore_text(char *text, bool verbose)
+{
+	int failed = 0;
+	char **lines = NULL;
+	size_t n = 0;
+
+	for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
+		lines = realloc(lines, (n + 1) * sizeof(char *));
+		lines[n++] = s;
+	}
+	while (n--)
+		failed += undo_line(lines[n], verbose);
+	free(lines);
+	return failed;
+}
+
+static char *slurp(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char *t = malloc((size_t)st.st_size + 1);
+	ssize_t r = t ? read(fd, t, (size_t)st.st_size) : -1;
+	close(fd);
+	if (r < 0) {
+		free(t);
+		return NULL;
+	}
+	t[r] = 0;
+	return t;
+}
+
+int kr_journal_restore_file(const char *path, bool verbose)
+{
+	char *t = slurp(path);
+
+	if (!t)
+		return errno == ENOENT ? 0 : -1;
+	int failed = restore_text(t, verbose);
+	free(t);
+	return failed;
+}
+
+int kr_journal_restore(void)
+{
+	if (jfd < 0)
+		return 0;
+	int failed = kr_journal_restore_file(jpath, false);
+	if (ftruncate(jfd, 0) < 0)
+		failed++;
+	return failed;
+}
+
+/* The supervisor's last act: restore, then remove the journal file. */
+int kr_journal_finish(void)
+{
+	if (jfd < 0 || getpid() != jowner)
+		return 0;
+	int failed = kr_journal_restore_file(jpath, false);
+	close(jfd);
+	jfd = -1;
+	if (!failed)
+		unlink(jpath);
+	return failed;
+}
+
+int kr_journal_restore_stale(void)
+{
+	DIR *d = opendir(kr_rundir());
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "journal.", 8))
+			continue;
+		pid_t pid = (pid_t)atoi(e->d_name + 8);
+		char path[600];
+		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
+		if (pid == getpid() || pid <= 0)
+			continue;
+		char *t = slurp(path);
+		if (!t)
+			continue;
+		unsigned long long st = 0, cst = 0;
+		int cpid = 0;
+		char prog[64] = "?";
+		sscanf(t, "krepro-journal\t%*d\t%llu\t%63s", &st, prog);
+		char *c = strstr(t, "\nchild\t");
+		if (c)
+			sscanf(c, "\nchild\t%d\t%llu", &cpid, &cst);
+		free(t);
+		if (alive(pid, st))
+			continue; /* a live run owns it */
+		/* the owner was killed; its child dies with it (PDEATHSIG), but may take a moment */
+		for (int i = 0; cpid > 0 && alive(cpid, cst) && i < 200; i++)
+			kr_sleep_ns(10000000);
+		fprintf(stderr, "krepro: found the journal of a %s run (pid %d) that did not finish; restoring it\n",
+			prog, (int)pid);
+		if (kr_journal_restore_file(path, true) == 0)
+			unlink(path);
+		else
+			fprintf(stderr, "krepro: kept %s: some entries could not be restored\n", path);
+		found++;
+	}
+	closedir(d);
+	return found;
+}
+
+/* ---- the single-run lock ---- */
+static int lockfd = -1;
+
+int kr_lock_take(double wait_s, pid_t *holder)
+{
+	char path[600];
+
+	if (ensure_rundir() < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/lock", kr_rundir());
+	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd < 0)
+		return -1;
+	int64_t until = kr_now_ns() + (int64_t)(wait_s * 1e9);
+	while (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK || kr_now_ns() >= until) {
+			char buf[32] = "";
+			if (pread(lockfd, buf, sizeof(buf) - 1, 0) > 0)
+				*holder = (pid_t)atoi(buf);
+			close(lockfd);
+			lockfd = -1;
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		kr_sleep_ns(50000000);
+	}
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(lockfd, 0) < 0 || pwrite(lockfd, buf, (size_t)n, 0) != n)
+		return -1;
+	return 0;
+}

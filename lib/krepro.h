@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Description: the krepro program contract (../shared/CONTRACT.md), implemented once.
+ *
+ * A program describes itself in a struct kr_prog and calls kr_main(). kr_main parses the
+ * options every program shares (and the program's own, through a callback), takes the
+ * single-run lock, restores journals left by killed runs, and then runs the measurement in a
+ * child process. The parent restores every journaled change when the child ends, however it
+ * ends, and exits with the child's code. Inside the child, the program reports with kr_say(),
+ * kr_param(), kr_measure() and ends with kr_verdict(), kr_skip() or kr_error().
+ *
+ * Nothing program-specific lives here.
+ */
+#ifndef KREPRO_H
+#define KREPRO_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define KR_VERSION "0.1.0"
+
+/* ---- exit codes (CONTRACT.md section 2) ---- */
+enum kr_exit {
+	KR_EXIT_PASS = 0,
+	KR_EXIT_FAIL = 1,
+	KR_EXIT_SKIP = 125,	   /* the kernel cannot run it, or inconclusive: bisect skip */
+	KR_EXIT_ERROR = 128,	   /* bad usage or tool failure: bisect abort */
+	KR_EXIT_SKIP_MACHINE = 129 /* this machine/user cannot run it: bisect abort */
+};
+
+enum kr_verdict { KR_PASS, KR_FAIL, KR_SKIP, KR_ERROR };
+
+enum kr_format { KR_FMT_TEXT, KR_FMT_JSON, KR_FMT_TAP };
+
+/* ---- program description ---- */
+enum {
+	KR_NEEDS_ROOT = 1 << 0,	 /* SKIP 129 when not root */
+	KR_OPT_CPU = 1 << 1,	 /* program takes --cpu N */
+	KR_OPT_CPUS = 1 << 2,	 /* program takes --cpus LIST */
+	KR_OPT_SEED = 1 << 3,	 /* program takes --seed N */
+	KR_OPT_TRIGGER = 1 << 4, /* program takes --trigger */
+	KR_OPT_MITIGATE = 1 << 5,/* program takes --mitigate */
+	KR_OPT_REPEAT = 1 << 6,	 /* program takes --repeat N */
+};
+
+/* A program-specific option: "--name ARG" or "--name". */
+struct kr_option {
+	const char *name;
+	const char *argname; /* NULL: a flag without argument */
+	const char *help;
+};
+
+struct kr_opts; /* the shared options, below */
+
+struct kr_prog {
+	const char *name;	 /* "fibtest" */
+	const char *summary;	 /* one line: what phenomenon */
+	const char *description; /* --help body: what is measured, the verdict rule, kernels */
+	const char *example;	 /* one example command line */
+	unsigned flags;		 /* KR_NEEDS_ROOT | KR_OPT_... */
+	/* the metric of the verdict */
+	const char *metric;	 /* "throttled" */
+	const char *unit;	 /* "%", "us", "" */
+	double threshold;	 /* default threshold */
+	double threshold_min, threshold_max;
+	const char *rule;	 /* "FAIL when throttled >= threshold and efficiency <= 0.90" */
+	/* duration: default and hard cap without an explicit --duration */
+	double duration_s, duration_max_s;
+	int repeat;		 /* default --repeat (with KR_OPT_REPEAT) */
+	const struct kr_option *options; /* program options, terminated by {NULL} */
+	/* Parse one program option (index into options[]); arg is NULL for flags.
+	 * Return 0, or -1 after kr_usage_error(). */
+	int (*parse)(int index, const char *arg);
+	/* Optional: checked after all options, before anything changes. Return 0 or -1. */
+	int (*validate)(const struct kr_opts *o);
+	/* The measurement; runs in the supervised child. Returns an exit code from
+	 * kr_verdict()/kr_skip()/kr_error(). */
+	int (*run)(const struct kr_opts *o);
+};
+
+/* The shared options (CONTRACT.md section 6). */
+struct kr_opts {
+	double duration_s;
+	bool duration_set;
+	double threshold;
+	bool threshold_set;
+	enum kr_format format;
+	bool quiet;
+	const char *csv;
+	int cpu;		/* -1 when not given */
+	cpu_set_t cpus;		/* empty when not given */
+	bool cpus_set;
+	unsigned long long seed;
+	bool seed_set;
+	int repeat;
+	bool trigger, mitigate, restore_only;
+	double wait_s;
+};
+
+/* Entry point: returns the process exit code. */
+int kr_main(const struct kr_prog *prog, int argc, char **argv);
+/* The options of this run, after parsing (valid inside run() and parse callbacks). */
+const struct kr_opts *kr_options(void);
+const struct kr_prog *kr_program(void);
+
+/* ---- strict value parsing: print "prog: --opt: ..." and return -1 on bad input ---- */
+int kr_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int kr_parse_long(const char *opt, const char *s, long min, long max, long *out);
+int kr_parse_double(const char *opt, const char *s, double min, double max, double *out);
+/* "500ms", "2s", "10us", "1500ns"; a bare number takes default_unit ("s", "ms", "us", "ns") */
+int kr_parse_duration_ns(const char *opt, const char *s, const char *default_unit,
+			 int64_t min_ns, int64_t max_ns, int64_t *out);
+/* "4096", "4k", "2M", "1G", "1T" (binary multiples) */
+int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* "0-3,5,7-8" against the online CPUs */
+int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out);
+/* value must be one of the '|' separated words ("fibtest|workers"); returns its index */
+int kr_parse_choice(const char *opt, const char *s, const char *choices);
+/* format a CPU set as a list "0-3,5" */
+char *kr_format_cpulist(const cpu_set_t *set, char *buf, size_t len);
+
+/* ---- report (buffered; printed by kr_verdict/kr_skip/kr_error) ---- */
+void kr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kr_param(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kr_env(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kr_measure(const char *key, double value);
+void kr_measure_str(const char *key, const char *value);
+/* a known cause printed on FAIL, like LTP's kernel-fix tags */
+void kr_cause(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Ends the report: prints it in the chosen format and returns the exit code.
+ * extra: " key=value ..." appended to the verdict line (may be NULL). */
+int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int kr_skip(int code, const char *reason_fmt, ...) __attribute__((format(printf, 2, 3)));
+int kr_error(const char *reason_fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An inconclusive measurement: SKIP 125 with the metric shown. */
+int kr_inconclusive(double value, const char *reason_fmt, ...) __attribute__((format(printf, 2, 3)));
+/* progress to stderr, only when stderr is a terminal */
+void kr_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* diagnostics to stderr, always */
+void kr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Verdict of several repeats: PASS or FAIL when all conclusive repeats agree;
+ * KR_SKIP (inconclusive) when they straddle the threshold or none is conclusive. */
+enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail);
+
+/* Rendering used by kr_verdict; exposed for tests. Writes the whole report to f. */
+struct kr_report;
+void kr_report_reset(const char *program);
+
+/* ---- CSV samples (--csv) ---- */
+/* Opens --csv (if given) and writes the header line; no-op without --csv. */
+int kr_csv_open(const char *header);
+void kr_csv_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kr_csv_close(void);
+
+/* ---- JSON writing (escaping) ---- */
+void kr_json_string(FILE *f, const char *s);
+void kr_json_number(FILE *f, double v);
+
+/* ---- time ---- */
+int64_t kr_now_ns(void);	  /* CLOCK_MONOTONIC */
+void kr_sleep_ns(int64_t ns);
+void kr_sleep_until_ns(int64_t t); /* absolute CLOCK_MONOTONIC */
+
+/* ---- statistics ---- */
+struct kr_stats {
+	size_t n;
+	double min, max, mean, stdev, median;
+};
+/* Sorts v in place. stdev is the sample standard deviation (n-1). */
+void kr_stats(double *v, size_t n, struct kr_stats *s);
+/* Nearest-rank percentile of a sorted array: the value at rank ceil(p/100 * n) (1-based);
+ * p <= 0 gives the minimum. NAN when n == 0. */
+double kr_percentile(const double *sorted, size_t n, double p);
+/* Linear histogram of v into nbins bins over [lo, hi); values outside go to the edge bins. */
+void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins);
+
+/* ---- files, /proc and /sys ---- */
+/* read a whole small file into buf (NUL-terminated, trailing newline stripped); -1 with errno */
+int kr_read_file(const char *path, char *buf, size_t len);
+int kr_read_u64(const char *path, uint64_t *out);
+int kr_write_file(const char *path, const char *value); /* one write(); -1 with errno */
+/* "key value" lines (cpu.stat, /proc/meminfo style "Key:   123 kB"): value of key, -1 if absent */
+int kr_kv_get(const char *text, const char *key, uint64_t *out);
+
+#define KR_MAX_CPUS 1024
+struct kr_cpu_times { /* /proc/stat, in USER_HZ ticks */
+	uint64_t user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice;
+};
+/* Parses /proc/stat text: all = the "cpu" line, per[cpu] = "cpuN" lines; returns the number
+ * of per-CPU lines parsed (the highest N + 1), or -1 when the "cpu" line is missing. */
+int kr_parse_proc_stat(const char *text, struct kr_cpu_times *all, struct kr_cpu_times *per,
+		       int maxcpus);
+int kr_read_proc_stat(struct kr_cpu_times *all, struct kr_cpu_times *per, int maxcpus);
+uint64_t kr_cpu_times_total(const struct kr_cpu_times *t);
+long kr_user_hz(void);
+
+/* /proc/PID/task/TID/schedstat: run_ns (on CPU), wait_ns (runnable, waiting), timeslices */
+struct kr_schedstat {
+	uint64_t run_ns, wait_ns, slices;
+};
+int kr_parse_schedstat(const char *text, struct kr_schedstat *s);
+int kr_read_schedstat(pid_t pid, pid_t tid, struct kr_schedstat *s); /* tid 0: the process */
+
+/* /proc/PID/stat fields we need: state, policy, rt_priority, processor, starttime */
+struct kr_taskstat {
+	char comm[64];
+	char state;
+	int policy, rt_priority, processor;
+	unsigned long long starttime;
+};
+int kr_parse_taskstat(const char *text, struct kr_taskstat *t);
+int kr_read_taskstat(pid_t tid, struct kr_taskstat *t);
+
+/* Tasks (threads) whose comm matches a glob (fnmatch), e.g. "ksoftirqd/1", "kworker/1:*".
+ * Returns the number found (at most max) */
+int kr_find_tasks(const char *glob, pid_t *tids, int max);
+
+/* Kernel config: value of "CONFIG_X" ("y", "m", "250", ...) into buf; returns 1 if set, 0 if
+ * "is not set" or absent, -1 if no config is readable (/proc/config.gz, /boot/config-R). */
+int kr_kconfig(const char *option, char *buf, size_t len);
+/* parse the same from config text (for tests) */
+int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len);
+
+/* ---- CPUs and scheduling ---- */
+int kr_nr_cpus_online(void);
+int kr_online_cpus(cpu_set_t *set);
+int kr_pin_self(int cpu);		/* calling thread */
+int kr_set_sched(pid_t tid, int policy, int prio); /* own threads: no journal */
+/* start a thread pinned to cpu (-1: unpinned) with policy/prio set before it runs */
+int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg);
+pid_t kr_gettid(void);
+
+/* Watchdog for RT busy loops: a SCHED_FIFO 99 thread that demotes tid to SCHED_OTHER if it is
+ * still running its RT loop deadline_ns (absolute, monotonic) + grace. */
+struct kr_watchdog;
+struct kr_watchdog *kr_watchdog_arm(pid_t tid, int64_t deadline_ns);
+/* returns 1 if the watchdog had to fire */
+int kr_watchdog_disarm(struct kr_watchdog *w);
+
+/* ---- the save/restore journal (CONTRACT.md section 5) ---- */
+/* Write value to a sysctl/sysfs file, journaling its current content first. */
+int kr_journal_write(const char *path, const char *value);
+/* Write value to path; on restore write undo instead (for files whose undo is not their old
+ * content, e.g. cgroup.subtree_control "+cpu" / "-cpu"). */
+int kr_journal_write_undo(const char *path, const char *value, const char *undo);
+/* mkdir a directory (cgroup or temp dir), journaled as rmdir. */
+int kr_journal_mkdir(const char *path, mode_t mode);
+/* Journal that path must be unlinked on restore (call before creating it). */
+int kr_journal_unlink(const char *path);
+/* Set another task's policy/prio, journaling the old one (matched by starttime on restore). */
+int kr_journal_sched(pid_t tid, int policy, int prio);
+/* Restore everything journaled so far, in reverse, and empty the journal. Returns the number
+ * of entries that could not be restored. */
+int kr_journal_restore(void);
+/* Restore journals of dead krepro processes; returns how many were found (-1 on error). */
+int kr_journal_restore_stale(void);
+/* Restore one journal file (exposed for tests); verbose: say each step on stderr */
+int kr_journal_restore_file(const char *path, bool verbose);
+/* Directory used for the journal and lock (default /run/krepro; KREPRO_RUNDIR overrides, for
+ * tests only). */
+const char *kr_rundir(void);
+
+/* ---- cgroups ---- */
+struct kr_cgroups {
+	char v2[256];	       /* cgroup2 mount point, "" if none */
+	bool v2_cpu;	       /* cpu controller available on v2 */
+	char v1_cpu[256];      /* v1 hierarchy holding "cpu", "" if none */
+	char v1_cpuacct[256];  /* v1 hierarchy holding "cpuacct" ("" if none; may equal v1_cpu) */
+};
+/* from /proc/self/mountinfo (text given for tests; NULL reads the real one) */
+int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg);
+int kr_cgroups_find(struct kr_cgroups *cg);
+/* mkdir the group, journaled; checks that it is a real cgroup (cgroup.procs exists) */
+int kr_cgroup_create(const char *path);
+/* enable a v2 controller in parent's subtree_control (journaled as "-ctrl" if it was off) */
+int kr_cgroup_enable(const char *parent, const char *controller);
+/* move a thread into a group (v1: "tasks", v2: "cgroup.threads" or "cgroup.procs") */
+int kr_cgroup_attach_tid(const char *path, pid_t tid);
+int kr_cgroup_attach_pid(const char *path, pid_t pid);
+
+/* ---- network lab: anonymous network namespaces and veth (no ip/ethtool binaries) ----
+ * Namespaces are held by file descriptors only, never mounted, so they vanish with the
+ * process, even after SIGKILL. */
+int kr_netns_new(void);		       /* returns an fd of a new, empty network namespace */
+int kr_netns_enter(int nsfd);	       /* calling thread; returns the previous ns fd */
+int kr_netns_leave(int prevfd);	       /* back to prevfd and close it */
+int kr_netns_socket(int nsfd, int domain, int type, int proto); /* a socket in nsfd */
+/* veth pair: name_a in ns_a, name_b in ns_b; addresses "10.1.2.1/24" (may be NULL);
+ * both ends and lo up. */
+int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
+		   const char *name_b, const char *addr_b);
+int kr_netns_ifindex(int nsfd, const char *ifname);
+/* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus") */
+int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value);
+int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len);
+/* SIOCETHTOOL on ifname in nsfd; cmd points to an ethtool command struct */
+int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd);
+
+/* ---- environment ---- */
+/* Adds the standard header: kernel release, CPU model and count, and the given knobs
+ * ("sysctl:kernel.x", "file:/sys/...", "config:CONFIG_X") to the report environment. */
+void kr_env_standard(const char *const *knobs);
+void kr_kmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

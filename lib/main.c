@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: kr_main(): the shared command line, the lock, and the supervising parent.
+ *
+ * The measurement runs in a child. The parent forwards SIGINT/SIGTERM/SIGHUP to it, waits,
+ * and then restores every journaled change however the child ended (verdict, crash, signal,
+ * hard time cap). If the parent itself is SIGKILLed, the child dies with it (PDEATHSIG) and
+ * the next run of any program restores the journal.
+ */
+#include "krepro.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const struct kr_prog *prog;
+static struct kr_opts opts;
+
+const struct kr_opts *kr_options(void)
+{
+	return prog ? &opts : NULL;
+}
+
+const struct kr_prog *kr_program(void)
+{
+	return prog;
+}
+
+enum {
+	O_DURATION = 1000, O_THRESHOLD, O_FORMAT, O_QUIET, O_CSV, O_CPU, O_CPUS, O_SEED,
+	O_REPEAT, O_TRIGGER, O_MITIGATE, O_RESTORE_ONLY, O_WAIT, O_HELP, O_VERSION,
+	O_PROG = 2000
+};
+
+static void usage(FILE *f)
+{
+	const struct kr_option *po = prog->options;
+	const char *u = prog->unit && *prog->unit ? prog->unit : "";
+
+	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s\n", prog->name, prog->name, KR_VERSION,
+		prog->summary, prog->description);
+	fprintf(f, "\nVerdict: %s\n  metric %s, default threshold %g%s\n", prog->rule, prog->metric,
+		prog->threshold, u);
+	if (po && po->name) {
+		fprintf(f, "\nProgram options:\n");
+		for (; po->name; po++) {
+			char left[64];
+			snprintf(left, sizeof(left), "--%s%s%s", po->name, po->argname ? " " : "",
+				 po->argname ? po->argname : "");
+			fprintf(f, "  %-24s %s\n", left, po->help);
+		}
+	}
+	fprintf(f, "\nCommon options:\n"
+		   "  --duration SEC           measurement time (default %g s); runs are capped at\n"
+		   "                           %g s unless --duration asks for more\n"
+		   "  --threshold V            verdict threshold (default %g%s, range %g-%g)\n",
+		prog->duration_s, prog->duration_max_s, prog->threshold, u, prog->threshold_min,
+		prog->threshold_max);
+	if (prog->flags & KR_OPT_REPEAT)
+		fprintf(f, "  --repeat N               repeats; all must agree, else SKIP inconclusive (default %d)\n",
+			prog->repeat);
+	if (prog->flags & KR_OPT_CPU)
+		fprintf(f, "  --cpu N                  the CPU the phenomenon is provoked on\n");
+	if (prog->flags & KR_OPT_CPUS)
+		fprintf(f, "  --cpus LIST              the CPUs to use, e.g. 0-3,6\n");
+	if (prog->flags & KR_OPT_SEED)
+		fprintf(f, "  --seed N                 seed of the random number generator\n");
+	if (prog->flags & KR_OPT_TRIGGER)
+		fprintf(f, "  --trigger                provoke the phenomenon on purpose (positive control)\n");
+	if (prog->flags & KR_OPT_MITIGATE)
+		fprintf(f, "  --mitigate               apply the known fix for the run (restored after)\n");
+	fprintf(f, "  --format text|json|tap   report format (the exit code is the same)\n"
+		   "  --quiet                  print only the verdict line\n"
+		   "  --csv FILE               write raw samples to FILE\n"
+		   "  --wait SEC               wait for another krepro run to end (default 0)\n"
+		   "  --restore-only           restore what killed runs left changed, and exit\n"
+		   "  --help, --version\n"
+		   "\nExit codes (chosen for git bisect run):\n"
+		   "  0 PASS: not observed      1 FAIL: observed (bisect: bad)\n"
+		   "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
+		   "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
+		   "  129 SKIP: this machine or user cannot run it (bisect: abort)\n"
+		   "\nExample:\n  %s\n", prog->example);
+}
+
+static int parse_common(int key, const char *arg)
+{
+	int64_t ns;
+	long l;
+	int i;
+
+	switch (key) {
+	case O_DURATION:
+		if (kr_parse_duration_ns("--duration", arg, "s", 1000000, 3600000000000LL, &ns) < 0)
+			return -1;
+		opts.duration_s = (double)ns / 1e9;
+		opts.duration_set = true;
+		return 0;
+	case O_THRESHOLD:
+		opts.threshold_set = true;
+		return kr_parse_double("--threshold", arg, prog->threshold_min, prog->threshold_max,
+				       &opts.threshold);
+	case O_FORMAT:
+		if ((i = kr_parse_choice("--format", arg, "text|json|tap")) < 0)
+			return -1;
+		opts.format = (enum kr_format)i;
+		return 0;
+	case O_QUIET: opts.quiet = true; return 0;
+	case O_CSV:
+		if (!*arg)
+			return kr_usage_error("--csv: expected a file name");
+		opts.csv = arg;
+		return 0;
+	case O_CPU: {
+		cpu_set_t s;
+		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
+		    kr_parse_cpulist("--cpu", arg, &s) < 0)
+			return -1;
+		opts.cpu = (int)l;
+		return 0;
+	}
+	case O_CPUS:
+		opts.cpus_set = true;
+		return kr_parse_cpulist("--cpus", arg, &opts.cpus);
+	case O_SEED:
+		if (kr_parse_long("--seed", arg, 0, 0x7fffffffL, &l) < 0)
+			return -1;
+		opts.seed = (unsigned long long)l;
+		opts.seed_set = true;
+		return 0;
+	case O_REPEAT:
+		if (kr_parse_long("--repeat", arg, 1, 100, &l) < 0)
+			return -1;
+		opts.repeat = (int)l;
+		return 0;
+	case O_TRIGGER: opts.trigger = true; return 0;
+	case O_MITIGATE: opts.mitigate = true; return 0;
+	case O_RESTORE_ONLY: opts.restore_only = true; return 0;
+	case O_WAIT:
+		if (kr_parse_duration_ns("--wait", arg, "s", 0, 86400000000000LL, &ns) < 0)
+			return -1;
+		opts.wait_s = (double)ns / 1e9;
+		return 0;
+	}
+	return -1;
+}
+
+static pid_t child;
+static volatile sig_atomic_t got_signal;
+
+static void forward(int sig)
+{
+	got_signal = sig;
+	if (child > 0)
+		kill(child, sig);
+}
+
+static void alarm_kill(int sig)
+{
+	(void)sig;
+	got_signal = SIGALRM;
+	if (child > 0)
+		kill(child, SIGKILL);
+}
+
+static const char *verdict_of(int code)
+{
+	switch (code) {
+	case KR_EXIT_PASS: return "PASS";
+	case KR_EXIT_FAIL: return "FAIL";
+	case KR_EXIT_SKIP: case KR_EXIT_SKIP_MACHINE: return "SKIP";
+	default: return "ERROR";
+	}
+}
+
+static int supervise(void)
+{
+	sigset_t block, old;
+	int status, code;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGALRM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid_t parent = getpid();
+	/* the journal is the supervisor's: named by its pid, restored by it */
+	if (kr_journal_begin() < 0)
+		return kr_error("cannot create the journal in %s: %s", kr_rundir(), strerror(errno));
+	fflush(NULL);
+	child = fork();
+	if (child < 0)
+		return kr_error("fork: %s", strerror(errno));
+	if (child == 0) {
+		/* die with the supervisor, so no RT thread outlives it unsupervised */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(KR_EXIT_ERROR);
+		/* a shell starts background jobs with SIGINT ignored: the contract says it stops */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		code = prog->run(&opts);
+		fflush(NULL);
+		_exit(code);
+	}
+	kr_journal_child(child);
+	struct sigaction sa = { .sa_handler = forward };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = alarm_kill;
+	sigaction(SIGALRM, &sa, NULL);
+	/* the hard cap: a run never exceeds it, whatever the program does */
+	double cap = prog->duration_max_s;
+	if (opts.duration_set && opts.duration_s * (opts.repeat + 2) + 30 > cap)
+		cap = opts.duration_s * (opts.repeat + 2) + 30;
+	alarm((unsigned)cap + 5);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	alarm(0);
+	child = 0;
+	int failed = kr_journal_finish();
+	if (WIFEXITED(status)) {
+		code = WEXITSTATUS(status);
+	} else {
+		int sig = WTERMSIG(status);
+		if (got_signal == SIGALRM)
+			code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap + 5);
+		else if (got_signal)
+			code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(got_signal));
+		else
+			code = kr_error("the measurement crashed (%s); state restored", strsignal(sig));
+	}
+	if (failed) {
+		kr_warn("%d change(s) could not be restored: see the messages above and %s", failed,
+			kr_rundir());
+		code = KR_EXIT_ERROR;
+	}
+	kr_kmsg("krepro: %s end: %s", prog->name, verdict_of(code));
+	return code;
+}
+
+int kr_main(const struct kr_prog *p, int argc, char **argv)
+{
+	struct option lo[64];
+	int n = 0, nprog = 0;
+
+	prog = p;
+	memset(&opts, 0, sizeof(opts));
+	opts.duration_s = p->duration_s;
+	opts.threshold = p->threshold;
+	opts.cpu = -1;
+	opts.repeat = p->repeat > 0 ? p->repeat : 1;
+
+#define ADD(nm, has, key) lo[n++] = (struct option){ nm, has, NULL, key }
+	ADD("duration", required_argument, O_DURATION);
+	ADD("threshold", required_argument, O_THRESHOLD);
+	ADD("format", required_argument, O_FORMAT);
+	ADD("quiet", no_argument, O_QUIET);
+	ADD("csv", required_argument, O_CSV);
+	ADD("wait", required_argument, O_WAIT);
+	ADD("restore-only", no_argument, O_RESTORE_ONLY);
+	ADD("help", no_argument, O_HELP);
+	ADD("version", no_argument, O_VERSION);
+	if (p->flags & KR_OPT_CPU)
+		ADD("cpu", required_argument, O_CPU);
+	if (p->flags & KR_OPT_CPUS)
+		ADD("cpus", required_argument, O_CPUS);
+	if (p->flags & KR_OPT_SEED)
+		ADD("seed", required_argument, O_SEED);
+	if (p->flags & KR_OPT_REPEAT)
+		ADD("repeat", required_argument, O_REPEAT);
+	if (p->flags & KR_OPT_TRIGGER)
+		ADD("trigger", no_argument, O_TRIGGER);
+	if (p->flags & KR_OPT_MITIGATE)
+		ADD("mitigate", no_argument, O_MITIGATE);
+	for (const struct kr_option *po = p->options; po && po->name && n < 62; po++, nprog++)
+		ADD(po->name, po->argname ? required_argument : no_argument, O_PROG + nprog);
+	lo[n] = (struct option){ 0 };
+#undef ADD
+
+	opterr = 0;
+	optind = 1;
+	bool help = false, version = false;
+	for (;;) {
+		int idx = -1;
+		int key = getopt_long(argc, argv, ":", lo, &idx);
+		if (key == -1)
+			break;
+		if (key == '?') {
+			kr_usage_error("unknown option '%s' (see --help)", argv[optind - 1]);
+			return KR_EXIT_ERROR;
+		}
+		if (key == ':') {
+			kr_usage_error("option '%s' needs a value (see --help)", argv[optind - 1]);
+			return KR_EXIT_ERROR;
+		}
+		if (key == O_HELP)
+			help = true;
+		else if (key == O_VERSION)
+			version = true;
+		else if (key >= O_PROG) {
+			if (p->parse(key - O_PROG, optarg) < 0)
+				return KR_EXIT_ERROR;
+		} else if (parse_common(key, optarg) < 0) {
+			return KR_EXIT_ERROR;
+		}
+	}
+	if (optind < argc) {
+		kr_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
+		return KR_EXIT_ERROR;
+	}
+	if (help) {
+		usage(stdout);
+		return KR_EXIT_PASS;
+	}
+	if (version) {
+		printf("%s (krepro) %s\n", p->name, KR_VERSION);
+		return KR_EXIT_PASS;
+	}
+	if (p->validate && p->validate(&opts) < 0)
+		return KR_EXIT_ERROR;
+
+	if (opts.restore_only) {
+		pid_t holder = 0;
+		if (kr_lock_take(opts.wait_s, &holder) < 0) {
+			kr_usage_error("another krepro run (pid %d) holds %s/lock", (int)holder, kr_rundir());
+			return KR_EXIT_ERROR;
+		}
+		int found = kr_journal_restore_stale();
+		fprintf(stderr, "%s: %d journal(s) of unfinished runs restored\n", p->name, found < 0 ? 0 : found);
+		return found < 0 ? KR_EXIT_ERROR : KR_EXIT_PASS;
+	}
+	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes scheduler, cgroup or network settings)");
+
+	pid_t holder = 0;
+	if (kr_lock_take(opts.wait_s, &holder) < 0) {
+		if (errno == EWOULDBLOCK)
+			return kr_error("another krepro run (pid %d) holds %s/lock; --wait SEC waits for it",
+					(int)holder, kr_rundir());
+		return kr_error("cannot take %s/lock: %s", kr_rundir(), strerror(errno));
+	}
+	kr_journal_restore_stale();
+	kr_kmsg("krepro: %s start", p->name);
+	return supervise();
+}

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: a network lab without ip, ethtool or ping binaries: anonymous network
+ * namespaces, a veth pair between them (rtnetlink), addresses, link state, ethtool ioctls,
+ * and sysfs files as seen from inside a namespace.
+ *
+ * The namespaces are held only by file descriptors, never bind-mounted under /run/netns,
+ * so they and everything in them (veths, RPS masks, threaded NAPI) disappear with the
+ * process, even after SIGKILL. There is nothing to journal.
+ */
+#include "krepro.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sockios.h>
+#include <linux/veth.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int kr_netns_enter(int nsfd)
+{
+	int prev = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (prev < 0)
+		return -1;
+	if (setns(nsfd, CLONE_NEWNET) < 0) {
+		int e = errno;
+		close(prev);
+		errno = e;
+		return -1;
+	}
+	return prev;
+}
+
+int kr_netns_leave(int prevfd)
+{
+	int r = setns(prevfd, CLONE_NEWNET);
+	int e = errno;
+
+	close(prevfd);
+	errno = e;
+	return r;
+}
+
+int kr_netns_socket(int nsfd, int domain, int type, int proto)
+{
+	int prev = kr_netns_enter(nsfd);
+
+	if (prev < 0)
+		return -1;
+	int s = socket(domain, type | SOCK_CLOEXEC, proto);
+	int e = errno;
+	if (kr_netns_leave(prev) < 0) {
+		/* a thread stuck in the wrong namespace would be worse than a failed call */
+		perror("krepro: cannot return to the original network namespace");
+		abort();
+	}
+	errno = e;
+	return s;
+}
+
+static int link_up(int nsfd, const char *ifname)
+{
+	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr;
+
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	if (r == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	int e = errno;
+	close(s);
+	errno = e;
+	return r;
+}
+
+int kr_netns_new(void)
+{
+	int prev = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (prev < 0)
+		return -1;
+	if (unshare(CLONE_NEWNET) < 0) {
+		int e = errno;
+		close(prev);
+		errno = e;
+		return -1;
+	}
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	if (kr_netns_leave(prev) < 0) {
+		perror("krepro: cannot return to the original network namespace");
+		abort();
+	}
+	if (fd < 0) {
+		errno = e;
+		return -1;
+	}
+	if (link_up(fd, "lo") < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int kr_netns_ifindex(int nsfd, const char *ifname)
+{
+	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr;
+
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	int r = ioctl(s, SIOCGIFINDEX, &ifr);
+	close(s);
+	return r < 0 ? -1 : ifr.ifr_ifindex;
+}
+
+int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd)
+{
+	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr;
+
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	ifr.ifr_data = cmd;
+	int r = ioctl(s, SIOCETHTOOL, &ifr);
+	int e = errno;
+	close(s);
+	errno = e;
+	return r;
+}
+
+/* ---- rtnetlink ---- */
+struct nlbuf {
+	char data[4096];
+	struct nlmsghdr *h;
+};
+
+static struct rtattr *nl_attr(struct nlbuf *b, unsigned short type, const void *p, size_t len)
+{
+	struct rtattr *a = (struct rtattr *)(b->data + NLMSG_ALIGN(b->h->nlmsg_len));
+
+	a->rta_type = type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	if (len)
+		memcpy(RTA_DATA(a), p, len);
+	b->h->nlmsg_len = NLMSG_ALIGN(b->h->nlmsg_len) + RTA_ALIGN(a->rta_len);
+	return a;
+}
+
+static void nl_nest_end(struct nlbuf *b, struct rtattr *a)
+{
+	a->rta_len = (unsigned short)((char *)b->h + b->h->nlmsg_len - (char *)a);
+}
+
+static void *nl_start(struct nlbuf *b, int type, int flags, size_t hdrlen)
+{
+	memset(b, 0, sizeof(*b));
+	b->h = (struct nlmsghdr *)b->data;
+	b->h->nlmsg_len = (unsigned)NLMSG_LENGTH(hdrlen);
+	b->h->nlmsg_type = (unsigned short)type;
+	b->h->nlmsg_flags = (unsigned short)(NLM_F_REQUEST | NLM_F_ACK | flags);
+	b->h->nlmsg_seq = 1;
+	return NLMSG_DATA(b->h);
+}
+
+/* send one request in nsfd and wait for its ack */
+static int nl_talk(int nsfd, struct nlbuf *b)
+{
+	int s = kr_netns_socket(nsfd, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	char reply[4096];
+
+	if (s < 0)
+		return -1;
+	int r = -1, e = EIO;
+	if (send(s, b->h, b->h->nlmsg_len, 0) >= 0) {
+		ssize_t n = recv(s, reply, sizeof(reply), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)reply;
+		if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR) {
+			struct nlmsgerr *err = NLMSG_DATA(h);
+			e = -err->error;
+			r = err->error ? -1 : 0;
+		}
+	} else {
+		e = errno;
+	}
+	close(s);
+	errno = e;
+	return r;
+}
+
+static int add_address(int nsfd, const char *ifname, const char *cidr)
+{
+	char ip[64];
+	struct in_addr a;
+	unsigned prefix = 24;
+	struct nlbuf b;
+
+	snprintf(ip, sizeof(ip), "%s", cidr);
+	char *slash = strchr(ip, '/');
+	if (slash) {
+		*slash = 0;
+		prefix = (unsigned)atoi(slash + 1);
+	}
+	if (inet_pton(AF_INET, ip, &a) != 1 || prefix > 32) {
+		errno = EINVAL;
+		return -1;
+	}
+	int idx = kr_netns_ifindex(nsfd, ifname);
+	if (idx < 0)
+		return -1;
+	struct ifaddrmsg *ifa = nl_start(&b, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = (unsigned char)prefix;
+	ifa->ifa_index = (unsigned)idx;
+	nl_attr(&b, IFA_LOCAL, &a, sizeof(a));
+	nl_attr(&b, IFA_ADDRESS, &a, sizeof(a));
+	return nl_talk(nsfd, &b);
+}
+
+int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
+		   const char *name_b, const char *addr_b)
+{
+	struct nlbuf b;
+	struct ifinfomsg *ifi = nl_start(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifi));
+
+	ifi->ifi_family = AF_UNSPEC;
+	nl_attr(&b, IFLA_IFNAME, name_a, strlen(name_a) + 1);
+	struct rtattr *linkinfo = nl_attr(&b, IFLA_LINKINFO, NULL, 0);
+	nl_attr(&b, IFLA_INFO_KIND, "veth", 5);
+	struct rtattr *data = nl_attr(&b, IFLA_INFO_DATA, NULL, 0);
+	struct rtattr *peer = nl_attr(&b, VETH_INFO_PEER, NULL, 0);
+	/* the peer's own ifinfomsg, then its attributes */
+	b.h->nlmsg_len += (unsigned)NLMSG_ALIGN(sizeof(struct ifinfomsg));
+	nl_attr(&b, IFLA_IFNAME, name_b, strlen(name_b) + 1);
+	nl_attr(&b, IFLA_NET_NS_FD, &ns_b, sizeof(ns_b));
+	nl_nest_end(&b, peer);
+	nl_nest_end(&b, data);
+	nl_nest_end(&b, linkinfo);
+	if (nl_talk(ns_a, &b) < 0)
+		return -1;
+	if ((addr_a && add_address(ns_a, name_a, addr_a) < 0) ||
+	    (addr_b && add_address(ns_b, name_b, addr_b) < 0))
+		return -1;
+	if (link_up(ns_a, name_a) < 0 || link_up(ns_b, name_b) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- sysfs of a namespace: a child mounts its own sysfs inside the namespace ---- */
+static int sysfs_io(int nsfd, const char *relpath, const char *value, char *buf, size_t len)
+{
+	char path[512];
+	int pfd[2];
+
+	snprintf(path, sizeof(path), "/sys/%s", relpath);
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(pfd[0]);
+		if (setns(nsfd, CLONE_NEWNET) < 0 || unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("sysfs", "/sys", "sysfs", 0, NULL) < 0)
+			_exit(errno & 0x7f);
+		int fd = open(path, value ? O_WRONLY : O_RDONLY);
+		if (fd < 0)
+			_exit(errno & 0x7f);
+		if (value) {
+			if (write(fd, value, strlen(value)) < 0)
+				_exit(errno & 0x7f);
+		} else {
+			char tmp[4096];
+			ssize_t n = read(fd, tmp, sizeof(tmp));
+			if (n < 0 || write(pfd[1], tmp, (size_t)n) < 0)
+				_exit(errno & 0x7f);
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	size_t off = 0;
+	ssize_t n;
+	while (buf && off + 1 < len && (n = read(pfd[0], buf + off, len - 1 - off)) > 0)
+		off += (size_t)n;
+	if (buf) {
+		buf[off] = 0;
+		while (off && buf[off - 1] == '\n')
+			buf[--off] = 0;
+	}
+	close(pfd[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		errno = WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
+		return -1;
+	}
+	return 0;
+}
+
+int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value)
+{
+	return sysfs_io(nsfd, relpath, value, NULL, 0);
+}
+
+int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len)
+{
+	return sysfs_io(nsfd, relpath, NULL, buf, len);
+}

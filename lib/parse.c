@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: strict parsing of option values. Every function rejects empty strings,
+ * trailing junk, NaN/inf and out-of-range values with one line naming the option and the
+ * accepted range (unlike atoi()-style parsing, "5x" is not 5).
+ */
+#include "krepro.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kr_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+static bool is_blank(const char *s)
+{
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	return !*s;
+}
+
+int kr_parse_long(const char *opt, const char *s, long min, long max, long *out)
+{
+	char *end;
+
+	if (!s || is_blank(s) || isspace((unsigned char)*s))
+		return kr_usage_error("%s: expected an integer from %ld to %ld, got '%s'", opt, min,
+				      max, s ? s : "");
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return kr_usage_error("%s: expected an integer from %ld to %ld, got '%s'", opt, min,
+				      max, s);
+	*out = v;
+	return 0;
+}
+
+/* a finite decimal number followed by the rest (the unit) */
+static int number_prefix(const char *s, double *v, const char **rest)
+{
+	char *end;
+
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -1;
+	errno = 0;
+	*v = strtod(s, &end);
+	if (errno || end == s || !isfinite(*v))
+		return -1;
+	/* strtod also takes "inf", "nan" and hex floats: only plain decimals are numbers here */
+	for (const char *p = s; p < end; p++)
+		if (!strchr("0123456789.+-eE", *p))
+			return -1;
+	*rest = end;
+	return 0;
+}
+
+int kr_parse_double(const char *opt, const char *s, double min, double max, double *out)
+{
+	double v;
+	const char *rest;
+
+	if (number_prefix(s, &v, &rest) < 0 || *rest || v < min || v > max)
+		return kr_usage_error("%s: expected a number from %g to %g, got '%s'", opt, min, max,
+				      s ? s : "");
+	*out = v;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int64_t ns;
+} time_units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+
+static int64_t unit_ns(const char *u)
+{
+	for (size_t i = 0; i < sizeof(time_units) / sizeof(time_units[0]); i++)
+		if (!strcmp(u, time_units[i].name))
+			return time_units[i].ns;
+	return 0;
+}
+
+static void fmt_ns(int64_t ns, char *buf, size_t len)
+{
+	if (ns % 1000000000 == 0)
+		snprintf(buf, len, "%llds", (long long)(ns / 1000000000));
+	else if (ns % 1000000 == 0)
+		snprintf(buf, len, "%lldms", (long long)(ns / 1000000));
+	else if (ns % 1000 == 0)
+		snprintf(buf, len, "%lldus", (long long)(ns / 1000));
+	else
+		snprintf(buf, len, "%lldns", (long long)ns);
+}
+
+int kr_parse_duration_ns(const char *opt, const char *s, const char *default_unit,
+			 int64_t min_ns, int64_t max_ns, int64_t *out)
+{
+	double v;
+	const char *rest;
+	char lo[32], hi[32];
+
+	fmt_ns(min_ns, lo, sizeof(lo));
+	fmt_ns(max_ns, hi, sizeof(hi));
+	int64_t mul = 0;
+	if (number_prefix(s, &v, &rest) == 0)
+		mul = unit_ns(*rest ? rest : default_unit);
+	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns)
+		return kr_usage_error("%s: expected a duration from %s to %s (units ns, us, ms, s; "
+				      "default %s), got '%s'", opt, lo, hi, default_unit, s ? s : "");
+	*out = (int64_t)llround(v * (double)mul);
+	return 0;
+}
+
+int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	double v;
+	const char *rest;
+	uint64_t mul = 0;
+
+	if (number_prefix(s, &v, &rest) == 0) {
+		static const char suffixes[] = "kmgt";
+		if (!*rest) {
+			mul = 1;
+		} else {
+			const char *p = strchr(suffixes, tolower((unsigned char)rest[0]));
+			if (p && (!rest[1] || !strcmp(rest + 1, "iB") || !strcmp(rest + 1, "B")))
+				mul = 1ULL << (10 * (p - suffixes + 1));
+		}
+	}
+	if (!mul || v < 0 || v * (double)mul < (double)min || v * (double)mul > (double)max)
+		return kr_usage_error("%s: expected a size from %llu to %llu bytes (suffixes k, M, "
+				      "G, T), got '%s'", opt, (unsigned long long)min,
+				      (unsigned long long)max, s ? s : "");
+	*out = (uint64_t)llround(v * (double)mul);
+	return 0;
+}
+
+char *kr_format_cpulist(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < CPU_SETSIZE && o < len; i++) {
+		if (!CPU_ISSET(i, set))
+			continue;
+		int j = i;
+		while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set))
+			j++;
+		o += (size_t)snprintf(buf + o, len - o, o ? ",%d" : "%d", i);
+		if (j > i && o < len)
+			o += (size_t)snprintf(buf + o, len - o, "-%d", j);
+		i = j;
+	}
+	return buf;
+}
+
+int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out)
+{
+	cpu_set_t online;
+	char on[256];
+
+	kr_online_cpus(&online);
+	kr_format_cpulist(&online, on, sizeof(on));
+	CPU_ZERO(out);
+	if (!s || !*s)
+		return kr_usage_error("%s: expected a CPU list within the online CPUs %s, got ''", opt, on);
+	for (const char *p = s; *p;) {
+		char *end;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		long a = strtol(p, &end, 10), b = a;
+		if (errno)
+			goto bad;
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				goto bad;
+			b = strtol(end + 1, &end, 10);
+			if (errno || b < a)
+				goto bad;
+		}
+		for (long i = a; i <= b; i++) {
+			if (i >= CPU_SETSIZE || !CPU_ISSET(i, &online))
+				return kr_usage_error("%s: CPU %ld is not online (online CPUs: %s)", opt, i, on);
+			CPU_SET(i, out);
+		}
+		if (*end == ',' && end[1])
+			p = end + 1;
+		else if (!*end)
+			break;
+		else
+			goto bad;
+	}
+	return 0;
+bad:
+	return kr_usage_error("%s: expected a CPU list like 0-3,5 within the online CPUs %s, got '%s'",
+			      opt, on, s);
+}
+
+int kr_parse_choice(const char *opt, const char *s, const char *choices)
+{
+	size_t n = s ? strlen(s) : 0;
+	int idx = 0;
+
+	for (const char *c = choices; n && *c; idx++) {
+		const char *bar = strchr(c, '|');
+		size_t len = bar ? (size_t)(bar - c) : strlen(c);
+		if (len == n && !strncmp(c, s, n))
+			return idx;
+		if (!bar)
+			break;
+		c = bar + 1;
+	}
+	return kr_usage_error("%s: expected one of %s, got '%s'", opt, choices, s ? s : "");
+}

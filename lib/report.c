@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the report of one run and its verdict, in text, JSON or TAP
+ * (CONTRACT.md section 3). Everything is buffered and printed once, at the verdict, so a
+ * JSON or TAP consumer never sees partial output and the verdict line is always last.
+ */
+#include "krepro.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct kv {
+	char *key;
+	char *str; /* NULL for a number */
+	double num;
+};
+
+struct list {
+	struct kv *v;
+	size_t n, cap;
+};
+
+static struct {
+	char **lines;
+	size_t nlines, cap;
+	struct list params, env, meas;
+	char **causes;
+	size_t ncauses;
+	bool done;
+} rep;
+
+static FILE *csv_file;
+
+static char *vfmt(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, fmt, ap) < 0) {
+		perror("krepro: out of memory");
+		abort();
+	}
+	return s;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		perror("krepro: out of memory");
+		abort();
+	}
+	return p;
+}
+
+static void list_set(struct list *l, const char *key, char *str, double num)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (!strcmp(l->v[i].key, key)) {
+			free(l->v[i].str);
+			l->v[i].str = str;
+			l->v[i].num = num;
+			return;
+		}
+	}
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	l->v[l->n++] = (struct kv){ strdup(key), str, num };
+}
+
+static void list_free(struct list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].str);
+	}
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+void kr_report_reset(const char *program)
+{
+	(void)program;
+	for (size_t i = 0; i < rep.nlines; i++)
+		free(rep.lines[i]);
+	free(rep.lines);
+	for (size_t i = 0; i < rep.ncauses; i++)
+		free(rep.causes[i]);
+	free(rep.causes);
+	list_free(&rep.params);
+	list_free(&rep.env);
+	list_free(&rep.meas);
+	memset(&rep, 0, sizeof(rep));
+}
+
+static void add_line(const char *text)
+{
+	if (rep.nlines == rep.cap) {
+		rep.cap = rep.cap ? 2 * rep.cap : 64;
+		rep.lines = xrealloc(rep.lines, rep.cap * sizeof(char *));
+	}
+	rep.lines[rep.nlines++] = strdup(text);
+}
+
+void kr_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	char *s = vfmt(fmt, ap);
+	va_end(ap);
+	size_t len = strlen(s);
+	if (len && s[len - 1] == '\n')
+		s[len - 1] = 0;
+	/* one entry per line, so TAP can prefix each */
+	for (char *p = s;;) {
+		char *nl = strchr(p, '\n');
+		if (nl)
+			*nl = 0;
+		add_line(p);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	free(s);
+}
+
+void kr_param(const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	list_set(&rep.params, key, vfmt(fmt, ap), 0);
+	va_end(ap);
+}
+
+void kr_env(const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	list_set(&rep.env, key, vfmt(fmt, ap), 0);
+	va_end(ap);
+}
+
+void kr_measure(const char *key, double value)
+{
+	list_set(&rep.meas, key, NULL, value);
+}
+
+void kr_measure_str(const char *key, const char *value)
+{
+	list_set(&rep.meas, key, strdup(value ? value : ""), 0);
+}
+
+void kr_cause(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rep.causes = xrealloc(rep.causes, (rep.ncauses + 1) * sizeof(char *));
+	rep.causes[rep.ncauses++] = vfmt(fmt, ap);
+	va_end(ap);
+}
+
+void kr_progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void kr_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ---- JSON ---- */
+void kr_json_string(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\b': fputs("\\b", f); break;
+		case '\f': fputs("\\f", f); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void kr_json_number(FILE *f, double v)
+{
+	if (!isfinite(v))
+		fputs("null", f);
+	else if (v == floor(v) && fabs(v) < 1e15)
+		fprintf(f, "%.0f", v);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static void json_object(FILE *f, const struct list *l)
+{
+	fputc('{', f);
+	for (size_t i = 0; i < l->n; i++) {
+		if (i)
+			fputc(',', f);
+		kr_json_string(f, l->v[i].key);
+		fputc(':', f);
+		if (l->v[i].str)
+			kr_json_string(f, l->v[i].str);
+		else
+			kr_json_number(f, l->v[i].num);
+	}
+	fputc('}', f);
+}
+
+/* 84.1, 20.0, 0.974, 500, 0.004: three significant digits without exponent noise */
+static void fmt_value(char *buf, size_t len, double v)
+{
+	double a = fabs(v);
+
+	if (!isfinite(v))
+		snprintf(buf, len, "n/a");
+	else if (a >= 100)
+		snprintf(buf, len, "%.0f", v);
+	else if (a >= 10)
+		snprintf(buf, len, "%.1f", v);
+	else if (a >= 1 || a == 0)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3g", v);
+}
+
+static const char *verdict_name(enum kr_verdict v)
+{
+	static const char *const names[] = { "PASS", "FAIL", "SKIP", "ERROR" };
+	return names[v];
+}
+
+/* print lines of "key=value" pairs wrapped at 72 columns */
+static void print_pairs(FILE *f, const char *prefix, const char *title, const struct list *l)
+{
+	size_t col = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		size_t w = strlen(l->v[i].key) + 1 + strlen(l->v[i].str ? l->v[i].str : "");
+		if (col == 0 || col + 1 + w > 72) {
+			if (col)
+				fputc('\n', f);
+			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : title);
+		}
+		col += (size_t)fprintf(f, " %s=%s", l->v[i].key, l->v[i].str ? l->v[i].str : "");
+	}
+	if (col)
+		fputc('\n', f);
+}
+
+static void print_env(FILE *f, const char *prefix)
+{
+	for (size_t i = 0; i < rep.env.n; i++)
+		fprintf(f, "%s%s: %s\n", prefix, rep.env.v[i].key, rep.env.v[i].str);
+}
+
+static int finish(enum kr_verdict v, int code, double value, const char *reason, const char *extra)
+{
+	const struct kr_prog *p = kr_program();
+	const struct kr_opts *o = kr_options();
+	enum kr_format fmt = o ? o->format : KR_FMT_TEXT;
+	bool quiet = o && o->quiet;
+	const char *name = p ? p->name : "krepro";
+	const char *unit = p && p->unit ? p->unit : "";
+	double threshold = o && o->threshold_set ? o->threshold : (p ? p->threshold : NAN);
+	char line[1024], vbuf[32], tbuf[32];
+	FILE *f = stdout;
+
+	fmt_value(vbuf, sizeof(vbuf), value);
+	fmt_value(tbuf, sizeof(tbuf), threshold);
+	if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value)))
+		snprintf(line, sizeof(line), "%s: %s %s%s%s=%s%s (limit %s%s)%s%s", name,
+			 verdict_name(v), reason ? reason : "", reason ? " " : "",
+			 p && p->metric ? p->metric : "metric", vbuf, unit, tbuf, unit,
+			 extra && *extra ? " " : "", extra ? extra : "");
+	else
+		snprintf(line, sizeof(line), "%s: %s %s", name, verdict_name(v),
+			 reason ? reason : "");
+
+	if (fmt == KR_FMT_JSON) {
+		fputs("{\"program\":", f);
+		kr_json_string(f, name);
+		fputs(",\"version\":", f);
+		kr_json_string(f, KR_VERSION);
+		fputs(",\"verdict\":", f);
+		kr_json_string(f, verdict_name(v));
+		fprintf(f, ",\"exit_code\":%d,\"metric\":{\"name\":", code);
+		kr_json_string(f, p ? p->metric : NULL);
+		fputs(",\"value\":", f);
+		kr_json_number(f, value);
+		fputs(",\"unit\":", f);
+		kr_json_string(f, unit);
+		fputs("},\"threshold\":", f);
+		kr_json_number(f, threshold);
+		fputs(",\"rule\":", f);
+		kr_json_string(f, p ? p->rule : NULL);
+		fputs(",\"reason\":", f);
+		kr_json_string(f, (v == KR_SKIP || v == KR_ERROR) ? reason : NULL);
+		fputs(",\"verdict_line\":", f);
+		kr_json_string(f, line);
+		fputs(",\"parameters\":", f);
+		json_object(f, &rep.params);
+		fputs(",\"environment\":", f);
+		json_object(f, &rep.env);
+		fputs(",\"measurements\":", f);
+		json_object(f, &rep.meas);
+		fputs(",\"known_causes\":[", f);
+		for (size_t i = 0; v == KR_FAIL && i < rep.ncauses; i++) {
+			if (i)
+				fputc(',', f);
+			kr_json_string(f, rep.causes[i]);
+		}
+		fputs("],\"text\":[", f);
+		for (size_t i = 0; i < rep.nlines; i++) {
+			if (i)
+				fputc(',', f);
+			kr_json_string(f, rep.lines[i]);
+		}
+		fputs("]}\n", f);
+	} else {
+		const char *pre = fmt == KR_FMT_TAP ? "# " : "";
+		if (fmt == KR_FMT_TAP)
+			fputs("TAP version 13\n1..1\n", f);
+		if (!quiet) {
+			fprintf(f, "%s%s %s: %s\n", pre, name, KR_VERSION, p ? p->summary : "");
+			print_env(f, pre);
+			print_pairs(f, pre, "params:", &rep.params);
+			for (size_t i = 0; i < rep.nlines; i++)
+				fprintf(f, "%s%s\n", fmt == KR_FMT_TAP && !*rep.lines[i] ? "#" : pre,
+					rep.lines[i]);
+			for (size_t i = 0; v == KR_FAIL && i < rep.ncauses; i++)
+				fprintf(f, "%sknown cause: %s\n", pre, rep.causes[i]);
+		}
+		if (fmt == KR_FMT_TAP) {
+			fprintf(f, "# %s\n", line);
+			if (v == KR_PASS)
+				fprintf(f, "ok 1 %s\n", name);
+			else if (v == KR_SKIP)
+				fprintf(f, "ok 1 %s # SKIP %s\n", name, reason ? reason : "");
+			else if (v == KR_FAIL)
+				fprintf(f, "not ok 1 %s\n", name);
+			else
+				fprintf(f, "not ok 1 %s # error: %s\n", name, reason ? reason : "");
+		} else {
+			fprintf(f, "%s\n", line);
+		}
+	}
+	fflush(f);
+	rep.done = true;
+	kr_csv_close();
+	return code;
+}
+
+static int finishv(enum kr_verdict v, int code, double value, const char *reason_fmt,
+		   va_list ap, const char *extra)
+{
+	char *reason = reason_fmt ? vfmt(reason_fmt, ap) : NULL;
+	int r = finish(v, code, value, reason, extra);
+	free(reason);
+	return r;
+}
+
+int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
+{
+	char *extra = NULL;
+	va_list ap;
+
+	if (extra_fmt) {
+		va_start(ap, extra_fmt);
+		extra = vfmt(extra_fmt, ap);
+		va_end(ap);
+	}
+	int code = v == KR_PASS ? KR_EXIT_PASS : v == KR_FAIL ? KR_EXIT_FAIL : v == KR_SKIP ? KR_EXIT_SKIP : KR_EXIT_ERROR;
+	int r = finish(v, code, value, v == KR_SKIP ? "inconclusive" : NULL, extra);
+	free(extra);
+	return r;
+}
+
+int kr_skip(int code, const char *reason_fmt, ...)
+{
+	va_list ap;
+
+	if (code != KR_EXIT_SKIP && code != KR_EXIT_SKIP_MACHINE)
+		code = KR_EXIT_SKIP;
+	va_start(ap, reason_fmt);
+	int r = finishv(KR_SKIP, code, NAN, reason_fmt, ap, NULL);
+	va_end(ap);
+	return r;
+}
+
+int kr_error(const char *reason_fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, reason_fmt);
+	int r = finishv(KR_ERROR, KR_EXIT_ERROR, NAN, reason_fmt, ap, NULL);
+	va_end(ap);
+	return r;
+}
+
+int kr_inconclusive(double value, const char *reason_fmt, ...)
+{
+	va_list ap;
+	char *why;
+
+	va_start(ap, reason_fmt);
+	why = vfmt(reason_fmt, ap);
+	va_end(ap);
+	char *reason = NULL;
+	if (asprintf(&reason, "inconclusive (%s):", why) < 0)
+		abort();
+	int r = finish(KR_SKIP, KR_EXIT_SKIP, value, reason, NULL);
+	free(reason);
+	free(why);
+	return r;
+}
+
+enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
+{
+	int p = 0, f = 0;
+
+	for (int i = 0; i < n; i++) {
+		p += v[i] == KR_PASS;
+		f += v[i] == KR_FAIL;
+	}
+	if (npass)
+		*npass = p;
+	if (nfail)
+		*nfail = f;
+	if (p && !f)
+		return KR_PASS;
+	if (f && !p)
+		return KR_FAIL;
+	return KR_SKIP;
+}
+
+/* ---- CSV ---- */
+int kr_csv_open(const char *header)
+{
+	const struct kr_opts *o = kr_options();
+
+	if (!o || !o->csv)
+		return 0;
+	if (csv_file)
+		fclose(csv_file);
+	csv_file = fopen(o->csv, "w");
+	if (!csv_file) {
+		kr_warn("--csv %s: %s", o->csv, strerror(errno));
+		return -1;
+	}
+	fprintf(csv_file, "%s\n", header);
+	return 0;
+}
+
+void kr_csv_row(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!csv_file)
+		return;
+	va_start(ap, fmt);
+	vfprintf(csv_file, fmt, ap);
+	va_end(ap);
+	fputc('\n', csv_file);
+}
+
+void kr_csv_close(void)
+{
+	if (csv_file)
+		fclose(csv_file);
+	csv_file = NULL;
+}
