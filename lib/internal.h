@@ -7,5 +7,6 @@
 int kr_lock_take(double wait_s, pid_t *holder);
 int kr_journal_finish(void);
 int kr_journal_begin(void);
+void kr_journal_detach(void);
 int kr_journal_child(pid_t pid);
 #endif

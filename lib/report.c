@@ -267,6 +267,16 @@ static const char *verdict_name(enum kr_verdict v)
 	return names[v];
 }
 
+/* a value on one line: control characters (a newline in a parameter) become spaces */
+static size_t put_clean(FILE *f, const char *s)
+{
+	size_t n = 0;
+
+	for (; s && *s; s++, n++)
+		fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+	return n;
+}
+
 /* print lines of "key=value" pairs wrapped at 72 columns */
 static void print_pairs(FILE *f, const char *prefix, const char *title, const struct list *l)
 {
@@ -279,7 +289,8 @@ static void print_pairs(FILE *f, const char *prefix, const char *title, const st
 				fputc('\n', f);
 			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : title);
 		}
-		col += (size_t)fprintf(f, " %s=%s", l->v[i].key, l->v[i].str ? l->v[i].str : "");
+		col += (size_t)fprintf(f, " %s=", l->v[i].key);
+		col += put_clean(f, l->v[i].str);
 	}
 	if (col)
 		fputc('\n', f);
@@ -287,12 +298,24 @@ static void print_pairs(FILE *f, const char *prefix, const char *title, const st
 
 static void print_env(FILE *f, const char *prefix)
 {
-	for (size_t i = 0; i < rep.env.n; i++)
-		fprintf(f, "%s%s: %s\n", prefix, rep.env.v[i].key, rep.env.v[i].str);
+	for (size_t i = 0; i < rep.env.n; i++) {
+		fprintf(f, "%s%s: ", prefix, rep.env.v[i].key);
+		put_clean(f, rep.env.v[i].str);
+		fputc('\n', f);
+	}
 }
 
-static int finish(enum kr_verdict v, int code, double value, const char *reason, const char *extra)
+static int finish(enum kr_verdict v, int code, double value, const char *reason_in, const char *extra)
 {
+	/* a reason is one line in every format (it ends up in the verdict and TAP test lines) */
+	char reason_buf[512], *reason = NULL;
+	if (reason_in) {
+		snprintf(reason_buf, sizeof(reason_buf), "%s", reason_in);
+		for (char *c = reason_buf; *c; c++)
+			if ((unsigned char)*c < 0x20)
+				*c = ' ';
+		reason = reason_buf;
+	}
 	const struct kr_prog *p = kr_program();
 	const struct kr_opts *o = kr_options();
 	enum kr_format fmt = o ? o->format : KR_FMT_TEXT;

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Description: checks one built program against ../shared/CONTRACT.md.
+
+contract.py PROGRAM           the command line and the paths that need no measurement:
+                              --help/--version, bad values -> 128 with one line on stderr and
+                              nothing changed, JSON and TAP on the SKIP (not root) and ERROR
+                              (lock held) paths.
+contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and verdict agree,
+                              the report is valid, and the machine is as before (needs root).
+Exit 0 pass, 1 fail, 77 skip (meson's convention).
+"""
+import fcntl, glob, json, os, re, subprocess, sys, tempfile
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def run(argv, env=None, timeout=120, user=None):
+    if user:
+        argv = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups"] + argv
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def snapshot():
+    """What a krepro run may touch: it must be the same before and after."""
+    s = {}
+    for f in ["kernel/sched_cfs_bandwidth_slice_us", "kernel/sched_rt_runtime_us",
+              "kernel/sched_rt_period_us", "vm/nr_hugepages", "vm/nr_overcommit_hugepages"]:
+        try:
+            s[f] = open("/proc/sys/" + f).read().strip()
+        except OSError:
+            pass
+    s["cgroups"] = sorted(glob.glob("/sys/fs/cgroup/*/krepro-*") + glob.glob("/sys/fs/cgroup/krepro-*"))
+    s["rundir"] = sorted(x for x in os.listdir("/run/krepro") if x != "lock") if os.path.isdir("/run/krepro") else []
+    s["netns"] = sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else []
+    prio = []
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            name = open(comm).read().strip()
+            if re.match(r"(ksoftirqd|kworker|napi)/", name):
+                st = open(comm[:-4] + "stat").read()
+                fields = st[st.rindex(")") + 2:].split()
+                if fields[38] != "0":  # policy (field 41)
+                    prio.append((name, fields[38], fields[37]))
+        except (OSError, IndexError, ValueError):
+            pass
+    s["kthread_policies"] = sorted(prio)
+    rps = {}
+    for f in glob.glob("/sys/class/net/*/queues/rx-*/rps_cpus"):
+        try:
+            rps[f] = open(f).read().strip()
+        except OSError:
+            pass
+    s["rps"] = rps
+    s["tmp"] = sorted(glob.glob("/tmp/krepro-*") + glob.glob("/var/tmp/krepro-*"))
+    return s
+
+
+def validate_json(out, code, what):
+    try:
+        d = json.loads(out)
+    except ValueError as e:
+        return check(False, f"{what}: invalid JSON ({e}): {out[:200]!r}")
+    for k in ["program", "version", "verdict", "exit_code", "metric", "threshold", "rule",
+              "reason", "parameters", "environment", "measurements"]:
+        check(k in d, f"{what}: JSON lacks '{k}'")
+    check(d.get("exit_code") == code, f"{what}: JSON exit_code {d.get('exit_code')} != {code}")
+    want = {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP", 128: "ERROR"}.get(code)
+    check(d.get("verdict") == want, f"{what}: verdict {d.get('verdict')} for exit {code}")
+    if want in ("SKIP", "ERROR"):
+        check(bool(d.get("reason")), f"{what}: {want} without a reason")
+    return d
+
+
+def validate_tap(out, code, name, what):
+    lines = out.rstrip("\n").split("\n")
+    check(lines[:2] == ["TAP version 13", "1..1"], f"{what}: TAP header {lines[:2]}")
+    tests = [l for l in lines[2:] if not l.startswith("#")]
+    check(len(tests) == 1, f"{what}: {len(tests)} TAP test lines: {tests}")
+    if tests:
+        t = tests[0]
+        if code == 0:
+            check(t == f"ok 1 {name}", f"{what}: {t!r}")
+        elif code in (125, 129):
+            check(t.startswith(f"ok 1 {name} # SKIP "), f"{what}: {t!r}")
+        else:
+            check(t.startswith(f"not ok 1 {name}"), f"{what}: {t!r}")
+
+
+def contract(prog):
+    name = os.path.basename(prog)
+    code, out, err = run([prog, "--help"])
+    check(code == 0 and "Exit codes" in out and "Example" in out, "--help exits 0 with exit codes and an example")
+    code, out, err = run([prog, "--version"])
+    check(code == 0 and name in out, "--version")
+    bad = [["--no-such-option"], ["--duration", "-1"], ["--duration", "abc"], ["--duration", "5x"],
+           ["--threshold", "nan"], ["--format", "xml"], ["--csv"], ["stray-argument"]]
+    if "--cpu N" in out or re.search(r"--cpu\b", run([prog, "--help"])[1]):
+        bad += [["--cpu", "999"], ["--cpu", "-1"], ["--cpu", "0x"]]
+    if re.search(r"--cpus\b", run([prog, "--help"])[1]):
+        bad += [["--cpus", "999"], ["--cpus", "0-"], ["--cpus", ""]]
+    if "--repeat" in run([prog, "--help"])[1]:
+        bad += [["--repeat", "0"], ["--repeat", "-2"]]
+    before = snapshot()
+    for args in bad:
+        code, out, err = run([prog] + args)
+        check(code == 128, f"{args}: exit {code}, expected 128")
+        check(out == "", f"{args}: printed a report: {out[:100]!r}")
+        lines = err.strip().split("\n")
+        check(len(lines) == 1 and lines[0].startswith(name + ":"), f"{args}: not one line on stderr: {err!r}")
+    check(snapshot() == before, "bad usage changed the machine")
+
+    # the ERROR path: another run holds the lock
+    with tempfile.TemporaryDirectory(prefix="krepro-contract-") as rundir:
+        env = dict(os.environ, KREPRO_RUNDIR=rundir)
+        with open(os.path.join(rundir, "lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            lock.write("4242\n")
+            lock.flush()
+            if os.geteuid() == 0:
+                for fmt in ["json", "tap", "text"]:
+                    code, out, err = run([prog, "--format", fmt], env=env)
+                    check(code == 128, f"lock held: exit {code}")
+                    if fmt == "json":
+                        d = validate_json(out, code, "lock held")
+                        check("4242" in (d or {}).get("reason", ""), "lock held: the reason names the holder pid")
+                    elif fmt == "tap":
+                        validate_tap(out, code, name, "lock held")
+                    else:
+                        check(out.strip().split("\n")[-1].startswith(f"{name}: ERROR "), f"lock held: {out!r}")
+    # the SKIP 129 path: not root (only when we can drop privileges)
+    if os.geteuid() == 0:
+        for fmt in ["json", "tap"]:
+            code, out, err = run([prog, "--format", fmt], user="65534")
+            check(code == 129, f"not root: exit {code}, expected 129: {err}")
+            if fmt == "json":
+                validate_json(out, code, "not root")
+            else:
+                validate_tap(out, code, name, "not root")
+        check(snapshot() == before, "the not-root run changed the machine")
+
+
+def kernel(prog):
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        sys.exit(77)
+    name = os.path.basename(prog)
+    before = snapshot()
+    for fmt in ["json", "tap"]:
+        code, out, err = run([prog, "--format", fmt, "--wait", "120"], timeout=240)
+        sys.stderr.write(err)
+        check(code in (0, 1, 125, 129), f"default run: exit {code}")
+        if fmt == "json":
+            d = validate_json(out, code, "default run")
+            if d:
+                print(d.get("verdict_line"))
+        else:
+            validate_tap(out, code, name, "default run")
+        after = snapshot()
+        check(after == before, f"the machine changed: {dict(set(after.items() if False else []))}" if after == before else
+              "the machine changed: " + ", ".join(k for k in before if before[k] != after.get(k)))
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--kernel":
+        kernel(os.path.abspath(args[1]))
+    else:
+        contract(os.path.abspath(args[0]))
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()

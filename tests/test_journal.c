@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the save/restore journal: reverse-order restore, idempotence, awkward
+ * paths, a simulated crash (a process that changed things and died without restoring),
+ * and the scheduling-policy entry. Works on files in a temp dir, never on real sysctls.
+ */
+#include "krepro.h"
+#include "internal.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char dir[] = "/tmp/krepro-journal-test-XXXXXX";
+static char rundir[600];
+
+static void put(const char *name, const char *value)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(value, f);
+	fclose(f);
+}
+
+static const char *get(const char *name)
+{
+	static char buf[256];
+	char p[700];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if (kr_read_file(p, buf, sizeof(buf)) < 0)
+		return NULL;
+	return buf;
+}
+
+static const char *path(const char *name)
+{
+	static char p[4][700];
+	static int i;
+	i = (i + 1) % 4;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", dir, name);
+	return p[i];
+}
+
+static void test_restore_in_reverse(void **state)
+{
+	(void)state;
+	put("knob", "5000");
+	/* two changes of one file: the restore must end at the first original value */
+	assert_int_equal(kr_journal_write(path("knob"), "7000"), 0);
+	assert_int_equal(kr_journal_write(path("knob"), "9000"), 0);
+	assert_string_equal(get("knob"), "9000");
+	assert_int_equal(kr_journal_mkdir(path("group"), 0755), 0);
+	assert_int_equal(kr_journal_mkdir(path("group/sub"), 0755), 0); /* rmdir order matters */
+	assert_int_equal(kr_journal_unlink(path("group/sub/tmpfile")), 0);
+	put("group/sub/tmpfile", "data");
+	put("ctl", "");
+	assert_int_equal(kr_journal_write_undo(path("ctl"), "+cpu", "-cpu"), 0);
+	assert_string_equal(get("ctl"), "+cpu");
+	assert_int_equal(kr_journal_restore(), 0);
+	assert_string_equal(get("ctl"), "-cpu"); /* the undo value, not the old content */
+	assert_string_equal(get("knob"), "5000");
+	assert_null(get("group/sub/tmpfile"));
+	assert_int_equal(access(path("group"), F_OK), -1);
+	/* restoring again is harmless: the journal is empty now */
+	assert_int_equal(kr_journal_restore(), 0);
+	assert_string_equal(get("knob"), "5000");
+}
+
+static void test_awkward_values(void **state)
+{
+	(void)state;
+	put("we ird\tname", "a\tb\\c\nd");
+	assert_int_equal(kr_journal_write(path("we ird\tname"), "x"), 0);
+	assert_int_equal(kr_journal_restore(), 0);
+	/* kr_read_file strips the trailing newline only */
+	assert_string_equal(get("we ird\tname"), "a\tb\\c\nd");
+}
+
+static void test_crash_then_stale_restore(void **state)
+{
+	(void)state;
+	put("slice", "5000");
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a run of its own that changes things and is killed before it restores */
+		kr_journal_detach();
+		if (kr_journal_write(path("slice"), "1000000") || kr_journal_mkdir(path("cg"), 0755))
+			_exit(1);
+		raise(SIGKILL);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	assert_string_equal(get("slice"), "1000000");
+	assert_int_equal(access(path("cg"), F_OK), 0);
+	char jpath[700];
+	snprintf(jpath, sizeof(jpath), "%s/journal.%d", rundir, (int)pid);
+	assert_int_equal(access(jpath, F_OK), 0);
+	/* the next run finds it, restores it and removes it */
+	assert_int_equal(kr_journal_restore_stale(), 1);
+	assert_string_equal(get("slice"), "5000");
+	assert_int_equal(access(path("cg"), F_OK), -1);
+	assert_int_equal(access(jpath, F_OK), -1);
+	assert_int_equal(kr_journal_restore_stale(), 0);
+}
+
+static void test_live_journal_is_left_alone(void **state)
+{
+	int pipefd[2];
+	(void)state;
+	put("live", "1");
+	assert_int_equal(pipe(pipefd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		kr_journal_detach();
+		if (kr_journal_write(path("live"), "2"))
+			_exit(1);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause(); /* alive until killed */
+	}
+	char c;
+	assert_int_equal(read(pipefd[0], &c, 1), 1);
+	/* the owner is alive: its journal is not ours to restore */
+	assert_int_equal(kr_journal_restore_stale(), 0);
+	assert_string_equal(get("live"), "2");
+	close(pipefd[1]);
+	close(pipefd[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(kr_journal_restore_stale(), 1);
+	assert_string_equal(get("live"), "1");
+}
+
+static void *idle_thread(void *arg)
+{
+	int *stop = arg;
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+		kr_sleep_ns(1000000);
+	return NULL;
+}
+
+static void test_sched_entry(void **state)
+{
+	pthread_t t;
+	int stop = 0;
+	pid_t tid;
+	(void)state;
+	/* SCHED_OTHER <-> SCHED_BATCH needs no privilege */
+	assert_int_equal(kr_thread_start(&t, -1, SCHED_OTHER, 0, idle_thread, &stop), 0);
+	kr_sleep_ns(10000000);
+	pid_t tids[64];
+	int n = kr_find_tasks("test_journal", tids, 64);
+	assert_true(n >= 2);
+	tid = tids[0] == getpid() ? tids[1] : tids[0];
+	assert_int_equal(kr_journal_sched(tid, SCHED_BATCH, 0), 0);
+	assert_int_equal(sched_getscheduler(tid), SCHED_BATCH);
+	assert_int_equal(kr_journal_restore(), 0);
+	assert_int_equal(sched_getscheduler(tid), SCHED_OTHER);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(rundir, sizeof(rundir), "%s/run", dir);
+	setenv("KREPRO_RUNDIR", rundir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[700];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_restore_in_reverse),
+		cmocka_unit_test(test_awkward_values),
+		cmocka_unit_test(test_crash_then_stale_restore),
+		cmocka_unit_test(test_live_journal_is_left_alone),
+		cmocka_unit_test(test_sched_entry),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

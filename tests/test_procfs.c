@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the /proc, /sys and cgroup parsers, fed text captured on the lab machine
+ * (tests/data/) and hand-made edge cases.
+ */
+#include "krepro.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+static char text[64 * 1024];
+
+static const char *data(const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", DATADIR, name);
+	assert_true(kr_read_file(path, text, sizeof(text)) > 0);
+	return text;
+}
+
+static void test_proc_stat(void **state)
+{
+	struct kr_cpu_times all, per[4];
+	(void)state;
+	/* captured: "cpu  3171 0 2675 88406 544 0 55 11 0 0" */
+	assert_int_equal(kr_parse_proc_stat(data("proc_stat.txt"), &all, per, 4), 2);
+	assert_int_equal(all.user, 3171);
+	assert_int_equal(all.system, 2675);
+	assert_int_equal(all.idle, 88406);
+	assert_int_equal(all.iowait, 544);
+	assert_int_equal(all.softirq, 55);
+	assert_int_equal(all.steal, 11);
+	assert_int_equal(per[1].user, 1910);
+	assert_int_equal(per[1].iowait, 519);
+	assert_int_equal(per[0].steal + per[1].steal, all.steal);
+	assert_int_equal(kr_cpu_times_total(&all), 3171 + 2675 + 88406 + 544 + 55 + 11);
+	/* a kernel with fewer columns (no steal/guest): still parsed */
+	assert_int_equal(kr_parse_proc_stat("cpu  1 2 3 4\ncpu0 1 2 3 4\n", &all, per, 4), 1);
+	assert_int_equal(all.idle, 4);
+	assert_int_equal(all.steal, 0);
+	/* "cpu" must be a line start; no aggregate line means failure */
+	assert_int_equal(kr_parse_proc_stat("intr 1 cpu  1 2 3 4\n", &all, per, 4), -1);
+	/* a CPU beyond maxcpus is ignored, not written past the array */
+	assert_int_equal(kr_parse_proc_stat("cpu  1 2 3 4\ncpu7 1 2 3 4\n", &all, per, 4), 0);
+}
+
+static void test_cpu_stat(void **state)
+{
+	uint64_t v;
+	(void)state;
+	const char *v1 = data("cpu_stat_v1.txt");
+	assert_int_equal(kr_kv_get(v1, "nr_periods", &v), 0);
+	assert_int_equal(kr_kv_get(v1, "throttled_time", &v), 0);
+	assert_int_equal(kr_kv_get(v1, "usage_usec", &v), -1);
+	const char *v2 = data("cpu_stat_v2.txt");
+	assert_int_equal(kr_kv_get(v2, "nr_periods", &v), 0);
+	assert_int_equal(v, 100);
+	assert_int_equal(kr_kv_get(v2, "nr_throttled", &v), 0);
+	assert_int_equal(v, 20);
+	/* by key, not by prefix: "throttled" is not "throttled_usec" */
+	assert_int_equal(kr_kv_get(v2, "throttled", &v), -1);
+	assert_int_equal(kr_kv_get(v2, "throttled_usec", &v), 0);
+	assert_int_equal(v, 400000);
+	assert_int_equal(kr_kv_get(v2, "usage_usec", &v), 0);
+	assert_int_equal(v, 2500000);
+	assert_int_equal(kr_kv_get(v2, "burst_usec", &v), 0);
+	assert_int_equal(v, 1200);
+	/* the order of keys does not matter, and a key in a value is not a key */
+	assert_int_equal(kr_kv_get("a 1\nb 2\nc b\n", "b", &v), 0);
+	assert_int_equal(v, 2);
+	/* meminfo style */
+	assert_int_equal(kr_kv_get("MemFree:    1234 kB\nHugePages_Free:   7\n", "HugePages_Free", &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(kr_kv_get("MemFree:    1234 kB\n", "MemFree", &v), 0);
+	assert_int_equal(v, 1234);
+}
+
+static void test_schedstat(void **state)
+{
+	struct kr_schedstat s;
+	(void)state;
+	assert_int_equal(kr_parse_schedstat("123456 7890 12\n", &s), 0);
+	assert_int_equal(s.run_ns, 123456);
+	assert_int_equal(s.wait_ns, 7890);
+	assert_int_equal(s.slices, 12);
+	assert_int_equal(kr_parse_schedstat("123456 7890\n", &s), -1);
+	assert_int_equal(kr_parse_schedstat(data("schedstat.txt"), &s), 0);
+}
+
+static void test_taskstat(void **state)
+{
+	struct kr_taskstat t;
+	(void)state;
+	/* comm with spaces and parentheses ends at the last ')' */
+	assert_int_equal(kr_parse_taskstat(data("task_stat_tricky.txt"), &t), 0);
+	assert_string_equal(t.comm, "kworker/1:2-dio (a) b");
+	assert_int_equal(t.state, 'S');
+	assert_int_equal(t.starttime, 987654);
+	assert_int_equal(t.processor, 1);
+	assert_int_equal(t.rt_priority, 50);
+	assert_int_equal(t.policy, SCHED_FIFO);
+	assert_int_equal(kr_parse_taskstat(data("task_stat.txt"), &t), 0);
+	assert_string_equal(t.comm, "cat");
+	assert_int_equal(kr_parse_taskstat("1 (x) S 1 2 3", &t), -1);
+	assert_int_equal(kr_parse_taskstat("garbage", &t), -1);
+}
+
+static void test_kconfig(void **state)
+{
+	char v[64];
+	(void)state;
+	const char *k = data("kconfig.txt");
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_HZ", v, sizeof(v)), 1);
+	assert_string_equal(v, "250");
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_IRQ_TIME_ACCOUNTING", v, sizeof(v)), 0);
+	assert_string_equal(v, "n");
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_CFS_BANDWIDTH", v, sizeof(v)), 1);
+	assert_string_equal(v, "y");
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_VETH", v, sizeof(v)), 1);
+	assert_string_equal(v, "m");
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_LOCALVERSION", v, sizeof(v)), 1);
+	assert_string_equal(v, "-krepro test");
+	/* CONFIG_HZ is not CONFIG_HZ_250 and vice versa */
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_HZ_25", v, sizeof(v)), 0);
+	assert_int_equal(kr_kconfig_parse(k, "CONFIG_NO_SUCH", v, sizeof(v)), 0);
+}
+
+static void test_mountinfo(void **state)
+{
+	struct kr_cgroups cg;
+	(void)state;
+	/* this lab: v1 cpu and cpuacct apart, v2 at /sys/fs/cgroup/unified */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1v2.txt"), &cg), 0);
+	assert_string_equal(cg.v1_cpu, "/sys/fs/cgroup/cpu");
+	assert_string_equal(cg.v1_cpuacct, "/sys/fs/cgroup/cpuacct");
+	assert_string_equal(cg.v2, "/sys/fs/cgroup/unified");
+	/* systemd's combined v1 mount: "cpu,cpuacct" holds both; cpuset is not cpu */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1_combined.txt"), &cg), 0);
+	assert_string_equal(cg.v1_cpu, "/sys/fs/cgroup/cpu,cpuacct");
+	assert_string_equal(cg.v1_cpuacct, "/sys/fs/cgroup/cpu,cpuacct");
+	assert_string_equal(cg.v2, "");
+	/* pure v2 */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v2only.txt"), &cg), 0);
+	assert_string_equal(cg.v2, "/sys/fs/cgroup");
+	assert_string_equal(cg.v1_cpu, "");
+	assert_int_equal(kr_cgroups_parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", &cg), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_cpu_stat),
+		cmocka_unit_test(test_schedstat), cmocka_unit_test(test_taskstat),
+		cmocka_unit_test(test_kconfig),	  cmocka_unit_test(test_mountinfo),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

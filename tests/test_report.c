@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the report of every verdict path through kr_main, in text, JSON and TAP.
+ * JSON is checked by a strict parser written here (RFC 8259 grammar), so an escaping
+ * mistake in the library cannot hide behind a lenient consumer.
+ */
+#include "krepro.h"
+
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+/* ---- a strict JSON parser: returns the end of one value, or NULL ---- */
+static const char *json_value(const char *p, int depth);
+
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	for (; *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL; /* raw control characters are not allowed */
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
+				p += 4;
+			} else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+				return NULL;
+			}
+		}
+	}
+	return p + 1;
+}
+
+static const char *json_number(const char *p)
+{
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (isdigit((unsigned char)*p))
+		while (isdigit((unsigned char)*p))
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return p;
+}
+
+static const char *json_value(const char *p, int depth)
+{
+	if (depth > 32)
+		return NULL;
+	p = ws(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				if (!(p = json_string(ws(p))))
+					return NULL;
+				p = ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			if (!(p = json_value(p, depth + 1)))
+				return NULL;
+			p = ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '"')
+		return json_string(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	return json_number(p);
+}
+
+static bool json_valid(const char *s)
+{
+	const char *e = json_value(s, 0);
+	return e && !*ws(e);
+}
+
+static void test_json_checker(void **state)
+{
+	(void)state;
+	/* the checker itself must reject what a broken escaper would produce */
+	assert_true(json_valid("{\"a\":[1,-2.5e3,\"x\\\"y\\u0001\",true,null,{}]}"));
+	assert_false(json_valid("{\"a\":\"tab\there\"}"));
+	assert_false(json_valid("{\"a\":\"bad \\q escape\"}"));
+	assert_false(json_valid("{\"a\":nan}"));
+	assert_false(json_valid("{\"a\":1,}"));
+	assert_false(json_valid("{\"a\":01}"));
+	assert_false(json_valid("{\"a\":1} x"));
+}
+
+/* ---- running a tiny program through kr_main and capturing stdout ---- */
+static int mode;
+static const char *tricky = "quote\" backslash\\ tab\t newline\n cr\r bell\a del\x7f utf8 \xc3\xa9";
+
+static int run(const struct kr_opts *o)
+{
+	(void)o;
+	kr_env("kernel", "%s", "test");
+	kr_param("weird", "%s", tricky);
+	kr_say("line with %s", tricky);
+	kr_say("two\nlines");
+	kr_measure("value", 0.125);
+	kr_measure("nan_is_null", 0.0 / 0.0);
+	kr_measure_str("label", tricky);
+	kr_cause("commit 0123456789ab (v1.0)");
+	switch (mode) {
+	case 0: return kr_verdict(KR_PASS, 3.5, "usage=%.2f", 0.5);
+	case 1: return kr_verdict(KR_FAIL, 84.12, "usage=%.2f", 0.31);
+	case 2: return kr_skip(129, "no such hardware: %s", tricky);
+	case 3: return kr_inconclusive(20.5, "repeats straddle the threshold: %d pass, %d fail", 1, 2);
+	case 4: return kr_error("broken: %s", tricky);
+	default: abort(); /* a crash: the supervisor reports ERROR */
+	}
+}
+
+static const struct kr_prog prog = {
+	.name = "demo", .summary = "a test program", .description = "Tests the report.",
+	.example = "demo", .flags = 0, .metric = "throttled", .unit = "%", .threshold = 20,
+	.threshold_min = 0, .threshold_max = 100, .rule = "FAIL when throttled >= 20%",
+	.duration_s = 1, .duration_max_s = 30, .run = run,
+};
+
+static char out[64 * 1024];
+static char rundir[] = "/tmp/krepro-test-XXXXXX";
+
+static int run_main(int m, const char *format)
+{
+	char *argv[] = { "demo", "--format", (char *)format, NULL };
+	FILE *tmp = tmpfile();
+	int saved = dup(STDOUT_FILENO);
+
+	mode = m;
+	fflush(stdout);
+	dup2(fileno(tmp), STDOUT_FILENO);
+	int code = kr_main(&prog, 3, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = 0;
+	fclose(tmp);
+	return code;
+}
+
+static const struct {
+	int code;
+	const char *verdict, *line;
+} expect[] = {
+	{ 0, "PASS", "demo: PASS throttled=3.50% (limit 20.0%) usage=0.50" },
+	{ 1, "FAIL", "demo: FAIL throttled=84.1% (limit 20.0%) usage=0.31" },
+	{ 129, "SKIP", "demo: SKIP no such hardware: quote\"" },
+	{ 125, "SKIP", "demo: SKIP inconclusive (repeats straddle the threshold: 1 pass, 2 fail): throttled=20.5% (limit 20.0%)" },
+	{ 128, "ERROR", "demo: ERROR broken: quote\"" },
+	{ 128, "ERROR", "demo: ERROR the measurement crashed (Aborted); state restored" },
+};
+
+static const char *last_line(void)
+{
+	static char l[4096];
+	size_t n = strlen(out);
+	while (n && out[n - 1] == '\n')
+		n--;
+	size_t s = n;
+	while (s && out[s - 1] != '\n')
+		s--;
+	snprintf(l, sizeof(l), "%.*s", (int)(n - s), out + s);
+	return l;
+}
+
+static void test_text(void **state)
+{
+	(void)state;
+	for (int m = 0; m < 6; m++) {
+		assert_int_equal(run_main(m, "text"), expect[m].code);
+		/* the verdict line is last and alone (SKIP/ERROR reasons may hold a newline) */
+		assert_non_null(strstr(out, expect[m].line));
+		if (m == 1)
+			assert_non_null(strstr(out, "known cause: commit 0123456789ab"));
+		if (m == 0) {
+			assert_null(strstr(out, "known cause"));
+			assert_string_equal(last_line(), expect[m].line);
+			assert_non_null(strstr(out, "two\nlines\n"));
+		}
+	}
+}
+
+static void test_json(void **state)
+{
+	char key[64];
+	(void)state;
+	for (int m = 0; m < 6; m++) {
+		assert_int_equal(run_main(m, "json"), expect[m].code);
+		assert_true(json_valid(out));
+		snprintf(key, sizeof(key), "\"verdict\":\"%s\"", expect[m].verdict);
+		assert_non_null(strstr(out, key));
+		snprintf(key, sizeof(key), "\"exit_code\":%d", expect[m].code);
+		assert_non_null(strstr(out, key));
+		if (m < 5) {
+			/* escaping of every awkward character */
+			assert_non_null(strstr(out, "quote\\\" backslash\\\\ tab\\t newline\\n cr\\r bell\\u0007 del\\u007f utf8 \xc3\xa9"));
+			assert_non_null(strstr(out, "\"value\":0.125"));
+			assert_non_null(strstr(out, "\"nan_is_null\":null"));
+		}
+	}
+	assert_int_equal(run_main(1, "json"), 1);
+	assert_non_null(strstr(out, "\"known_causes\":[\"commit 0123456789ab (v1.0)\"]"));
+	assert_non_null(strstr(out, "\"metric\":{\"name\":\"throttled\",\"value\":84.12,\"unit\":\"%\"}"));
+	assert_int_equal(run_main(2, "json"), 129);
+	assert_non_null(strstr(out, "\"reason\":\"no such hardware: quote"));
+	assert_non_null(strstr(out, "\"value\":null"));
+}
+
+static void test_tap(void **state)
+{
+	static const char *const test_line[] = {
+		"ok 1 demo\n", "not ok 1 demo\n", "ok 1 demo # SKIP no such hardware", "ok 1 demo # SKIP inconclusive",
+		"not ok 1 demo # error: broken", "not ok 1 demo # error: the measurement crashed",
+	};
+	(void)state;
+	for (int m = 0; m < 6; m++) {
+		assert_int_equal(run_main(m, "tap"), expect[m].code);
+		assert_memory_equal(out, "TAP version 13\n1..1\n", 20);
+		/* every other line is a diagnostic; exactly one test line */
+		int tests = 0;
+		for (char *l = out + 20; *l; l = strchr(l, '\n') + 1) {
+			if (!strncmp(l, "ok ", 3) || !strncmp(l, "not ok ", 7)) {
+				tests++;
+				assert_int_equal(strncmp(l, test_line[m], strlen(test_line[m])), 0);
+			} else {
+				assert_int_equal(l[0], '#');
+			}
+			if (!strchr(l, '\n'))
+				break;
+		}
+		assert_int_equal(tests, 1);
+	}
+}
+
+static void test_quiet_and_usage(void **state)
+{
+	char *argv[] = { "demo", "--quiet", NULL };
+	(void)state;
+	mode = 1;
+	FILE *tmp = tmpfile();
+	int saved = dup(STDOUT_FILENO);
+	fflush(stdout);
+	dup2(fileno(tmp), STDOUT_FILENO);
+	int code = kr_main(&prog, 2, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(out, 1, sizeof(out) - 1, tmp);
+	out[n] = 0;
+	fclose(tmp);
+	assert_int_equal(code, 1);
+	assert_string_equal(out, "demo: FAIL throttled=84.1% (limit 20.0%) usage=0.31\n");
+	/* bad usage is 128 and never runs the measurement */
+	char *bad1[] = { "demo", "--duration", "-1", NULL };
+	char *bad2[] = { "demo", "--threshold", "101", NULL };
+	char *bad3[] = { "demo", "--format", "xml", NULL };
+	char *bad4[] = { "demo", "--no-such", NULL };
+	char *bad5[] = { "demo", "stray", NULL };
+	mode = 5; /* would abort() if it ran */
+	assert_int_equal(kr_main(&prog, 3, bad1), 128);
+	assert_int_equal(kr_main(&prog, 3, bad2), 128);
+	assert_int_equal(kr_main(&prog, 3, bad3), 128);
+	assert_int_equal(kr_main(&prog, 2, bad4), 128);
+	assert_int_equal(kr_main(&prog, 2, bad5), 128);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(rundir))
+		return -1;
+	setenv("KREPRO_RUNDIR", rundir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", rundir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_checker), cmocka_unit_test(test_text),
+		cmocka_unit_test(test_json),	     cmocka_unit_test(test_tap),
+		cmocka_unit_test(test_quiet_and_usage),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
