@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool has_word(const char *list, const char *word, char sep)
+static bool list_has_word(const char *list, const char *word, char sep)
 {
 	size_t n = strlen(word);
 
@@ -43,9 +43,9 @@ int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg)
 		if (!strcmp(fstype, "cgroup2") && !cg->v2[0]) {
 			snprintf(cg->v2, sizeof(cg->v2), "%s", mnt);
 		} else if (!strcmp(fstype, "cgroup")) {
-			if (has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
+			if (list_has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
 				snprintf(cg->v1_cpu, sizeof(cg->v1_cpu), "%s", mnt);
-			if (has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
+			if (list_has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
 				snprintf(cg->v1_cpuacct, sizeof(cg->v1_cpuacct), "%s", mnt);
 		}
 	}
@@ -62,7 +62,7 @@ int kr_cgroups_find(struct kr_cgroups *cg)
 	int r = kr_cgroups_parse(text, cg);
 	if (cg->v2[0]) {
 		snprintf(path, sizeof(path), "%s/cgroup.controllers", cg->v2);
-		cg->v2_cpu = kr_read_file(path, ctl, sizeof(ctl)) >= 0 && has_word(ctl, "cpu", ' ');
+		cg->v2_cpu = kr_read_file(path, ctl, sizeof(ctl)) >= 0 && list_has_word(ctl, "cpu", ' ');
 	}
 	return r;
 }
@@ -90,14 +90,14 @@ int kr_cgroup_enable(const char *parent, const char *controller)
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent);
 	if (kr_read_file(path, cur, sizeof(cur)) < 0)
 		return -1;
-	if (has_word(cur, controller, ' '))
+	if (list_has_word(cur, controller, ' '))
 		return 0;
 	snprintf(add, sizeof(add), "+%s", controller);
 	snprintf(undo, sizeof(undo), "-%s", controller);
 	return kr_journal_write_undo(path, add, undo);
 }
 
-static int write_id(const char *dir, const char *file, long id)
+static int cgroup_write_id(const char *dir, const char *file, long id)
 {
 	char path[600], v[32];
 
@@ -112,13 +112,13 @@ int kr_cgroup_attach_tid(const char *path, pid_t tid)
 
 	snprintf(tasks, sizeof(tasks), "%s/tasks", path);
 	if (access(tasks, F_OK) == 0)
-		return write_id(path, "tasks", tid); /* v1 */
-	if (write_id(path, "cgroup.threads", tid) == 0)
+		return cgroup_write_id(path, "tasks", tid); /* v1 */
+	if (cgroup_write_id(path, "cgroup.threads", tid) == 0)
 		return 0;
-	return write_id(path, "cgroup.procs", tid);
+	return cgroup_write_id(path, "cgroup.procs", tid);
 }
 
 int kr_cgroup_attach_pid(const char *path, pid_t pid)
 {
-	return write_id(path, "cgroup.procs", pid);
+	return cgroup_write_id(path, "cgroup.procs", pid);
 }

@@ -28,9 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int jfd = -1;
-static char jpath[512];
-static pid_t jowner;
+static int journal_fd = -1;
+static char journal_path[512];
+static pid_t journal_owner;
 
 const char *kr_rundir(void)
 {
@@ -45,7 +45,7 @@ static int ensure_rundir(void)
 	return 0;
 }
 
-static void escape(const char *s, char *out, size_t len)
+static void journal_escape(const char *s, char *out, size_t len)
 {
 	size_t o = 0;
 
@@ -60,7 +60,7 @@ static void escape(const char *s, char *out, size_t len)
 	out[o] = 0;
 }
 
-static void unescape(char *s)
+static void journal_unescape(char *s)
 {
 	char *o = s;
 
@@ -75,14 +75,14 @@ static void unescape(char *s)
 	*o = 0;
 }
 
-static unsigned long long starttime_of(pid_t pid)
+static unsigned long long task_starttime(pid_t pid)
 {
 	struct kr_taskstat t;
 	return kr_read_taskstat(pid, &t) == 0 ? t.starttime : 0;
 }
 
 /* the same process still running (not a reused pid, not a zombie nobody reaps) */
-static bool alive(pid_t pid, unsigned long long starttime)
+static bool task_alive(pid_t pid, unsigned long long starttime)
 {
 	struct kr_taskstat t;
 
@@ -94,20 +94,20 @@ static bool alive(pid_t pid, unsigned long long starttime)
 /* Open this process's journal (the supervisor's: a forked child keeps appending to it). */
 static int journal_open(void)
 {
-	if (jfd >= 0)
+	if (journal_fd >= 0)
 		return 0;
 	if (ensure_rundir() < 0)
 		return -1;
-	jowner = getpid();
-	snprintf(jpath, sizeof(jpath), "%s/journal.%d", kr_rundir(), (int)jowner);
-	jfd = open(jpath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (jfd < 0)
+	journal_owner = getpid();
+	snprintf(journal_path, sizeof(journal_path), "%s/journal.%d", kr_rundir(), (int)journal_owner);
+	journal_fd = open(journal_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (journal_fd < 0)
 		return -1;
 	char line[256];
 	const struct kr_prog *p = kr_program();
-	int n = snprintf(line, sizeof(line), "krepro-journal\t%d\t%llu\t%s\n", (int)jowner,
-			 starttime_of(jowner), p ? p->name : "krepro");
-	if (write(jfd, line, (size_t)n) != n)
+	int n = snprintf(line, sizeof(line), "krepro-journal\t%d\t%llu\t%s\n", (int)journal_owner,
+			 task_starttime(journal_owner), p ? p->name : "krepro");
+	if (write(journal_fd, line, (size_t)n) != n)
 		return -1;
 	return 0;
 }
@@ -131,18 +131,18 @@ static int journal_append(const char *fmt, ...)
 	}
 	/* one write() per line with O_APPEND: a crash never leaves half an entry behind
 	 * that a restore would misread as a complete one */
-	if (write(jfd, line, (size_t)n) != n)
+	if (write(journal_fd, line, (size_t)n) != n)
 		return -1;
-	fdatasync(jfd);
+	fdatasync(journal_fd);
 	return 0;
 }
 
 /* Forget the inherited journal (a forked process that is a run of its own, in tests). */
 void kr_journal_detach(void)
 {
-	if (jfd >= 0)
-		close(jfd);
-	jfd = -1;
+	if (journal_fd >= 0)
+		close(journal_fd);
+	journal_fd = -1;
 }
 
 int kr_journal_begin(void)
@@ -152,15 +152,15 @@ int kr_journal_begin(void)
 
 int kr_journal_child(pid_t pid)
 {
-	return journal_append("child\t%d\t%llu\n", (int)pid, starttime_of(pid));
+	return journal_append("child\t%d\t%llu\n", (int)pid, task_starttime(pid));
 }
 
 int kr_journal_write_undo(const char *path, const char *value, const char *undo)
 {
 	char p[1024], u[2048];
 
-	escape(path, p, sizeof(p));
-	escape(undo, u, sizeof(u));
+	journal_escape(path, p, sizeof(p));
+	journal_escape(undo, u, sizeof(u));
 	if (journal_append("write\t%s\t%s\n", p, u) < 0)
 		return -1;
 	return kr_write_file(path, value);
@@ -179,7 +179,7 @@ int kr_journal_mkdir(const char *path, mode_t mode)
 {
 	char p[1024];
 
-	escape(path, p, sizeof(p));
+	journal_escape(path, p, sizeof(p));
 	if (journal_append("rmdir\t%s\n", p) < 0)
 		return -1;
 	return mkdir(path, mode);
@@ -189,7 +189,7 @@ int kr_journal_unlink(const char *path)
 {
 	char p[1024];
 
-	escape(path, p, sizeof(p));
+	journal_escape(path, p, sizeof(p));
 	return journal_append("unlink\t%s\n", p);
 }
 
@@ -197,7 +197,7 @@ int kr_journal_sched(pid_t tid, int policy, int prio)
 {
 	struct sched_param sp;
 	int old = sched_getscheduler(tid);
-	unsigned long long st = starttime_of(tid);
+	unsigned long long st = task_starttime(tid);
 
 	if (old < 0 || sched_getparam(tid, &sp) < 0 || !st)
 		return -1;
@@ -207,7 +207,7 @@ int kr_journal_sched(pid_t tid, int policy, int prio)
 }
 
 /* A cgroup cannot be removed while tasks are in it: move stragglers to the parent. */
-static int remove_dir(const char *path)
+static int remove_cgroup_dir(const char *path)
 {
 	char procs[1100], parent[1100], buf[4096];
 
@@ -232,7 +232,7 @@ static int remove_dir(const char *path)
 	return -1;
 }
 
-static int undo_line(char *line, bool verbose)
+static int journal_undo_line(char *line, bool verbose)
 {
 	char *f[6] = { 0 };
 	int n = 0;
@@ -247,7 +247,7 @@ static int undo_line(char *line, bool verbose)
 		*s++ = 0;
 	}
 	for (int i = 0; i < n; i++)
-		unescape(f[i]);
+		journal_unescape(f[i]);
 	int r = 0;
 	if (!strcmp(f[0], "write") && n == 3) {
 		r = kr_write_file(f[1], f[2]);
@@ -256,7 +256,7 @@ static int undo_line(char *line, bool verbose)
 		if (verbose)
 			fprintf(stderr, "krepro: restore %s = %s%s\n", f[1], f[2], r ? " FAILED" : "");
 	} else if (!strcmp(f[0], "rmdir") && n == 2) {
-		r = remove_dir(f[1]);
+		r = remove_cgroup_dir(f[1]);
 		if (verbose)
 			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
 	} else if (!strcmp(f[0], "unlink") && n == 2) {
@@ -266,7 +266,7 @@ static int undo_line(char *line, bool verbose)
 	} else if (!strcmp(f[0], "sched") && n == 5) {
 		pid_t tid = (pid_t)atoi(f[1]);
 		/* only the same task: a pid may have been reused since */
-		if (starttime_of(tid) == strtoull(f[2], NULL, 10))
+		if (task_starttime(tid) == strtoull(f[2], NULL, 10))
 			r = kr_set_sched(tid, atoi(f[3]), atoi(f[4])) < 0 && errno != ESRCH ? -1 : 0;
 		if (verbose)
 			fprintf(stderr, "krepro: restore policy %s prio %s of task %d%s\n", f[3], f[4],
@@ -280,7 +280,7 @@ static int undo_line(char *line, bool verbose)
 	return r ? 1 : 0;
 }
 
-static int restore_text(char *text, bool verbose)
+static int journal_restore_text(char *text, bool verbose)
 {
 	int failed = 0;
 	char **lines = NULL;
@@ -291,12 +291,12 @@ static int restore_text(char *text, bool verbose)
 		lines[n++] = s;
 	}
 	while (n--)
-		failed += undo_line(lines[n], verbose);
+		failed += journal_undo_line(lines[n], verbose);
 	free(lines);
 	return failed;
 }
 
-static char *slurp(const char *path)
+static char *read_whole_file(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -319,21 +319,21 @@ static char *slurp(const char *path)
 
 int kr_journal_restore_file(const char *path, bool verbose)
 {
-	char *t = slurp(path);
+	char *t = read_whole_file(path);
 
 	if (!t)
 		return errno == ENOENT ? 0 : -1;
-	int failed = restore_text(t, verbose);
+	int failed = journal_restore_text(t, verbose);
 	free(t);
 	return failed;
 }
 
 int kr_journal_restore(void)
 {
-	if (jfd < 0)
+	if (journal_fd < 0)
 		return 0;
-	int failed = kr_journal_restore_file(jpath, false);
-	if (ftruncate(jfd, 0) < 0)
+	int failed = kr_journal_restore_file(journal_path, false);
+	if (ftruncate(journal_fd, 0) < 0)
 		failed++;
 	return failed;
 }
@@ -341,13 +341,13 @@ int kr_journal_restore(void)
 /* The supervisor's last act: restore, then remove the journal file. */
 int kr_journal_finish(void)
 {
-	if (jfd < 0 || getpid() != jowner)
+	if (journal_fd < 0 || getpid() != journal_owner)
 		return 0;
-	int failed = kr_journal_restore_file(jpath, false);
-	close(jfd);
-	jfd = -1;
+	int failed = kr_journal_restore_file(journal_path, false);
+	close(journal_fd);
+	journal_fd = -1;
 	if (!failed)
-		unlink(jpath);
+		unlink(journal_path);
 	return failed;
 }
 
@@ -367,7 +367,7 @@ int kr_journal_restore_stale(void)
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
 		if (pid == getpid() || pid <= 0)
 			continue;
-		char *t = slurp(path);
+		char *t = read_whole_file(path);
 		if (!t)
 			continue;
 		unsigned long long st = 0, cst = 0;
@@ -378,10 +378,10 @@ int kr_journal_restore_stale(void)
 		if (c)
 			sscanf(c, "\nchild\t%d\t%llu", &cpid, &cst);
 		free(t);
-		if (alive(pid, st))
+		if (task_alive(pid, st))
 			continue; /* a live run owns it */
 		/* the owner was killed; its child dies with it (PDEATHSIG), but may take a moment */
-		for (int i = 0; cpid > 0 && alive(cpid, cst) && i < 200; i++)
+		for (int i = 0; cpid > 0 && task_alive(cpid, cst) && i < 200; i++)
 			kr_sleep_ns(10000000);
 		fprintf(stderr, "krepro: found the journal of a %s run (pid %d) that did not finish; restoring it\n",
 			prog, (int)pid);
@@ -396,28 +396,28 @@ int kr_journal_restore_stale(void)
 }
 
 /* ---- the single-run lock ---- */
-static int lockfd = -1;
+static int lock_fd = -1;
 
 int kr_lock_take(double wait_s, pid_t *holder)
 {
 	char path[600];
 
-	if (lockfd >= 0)
+	if (lock_fd >= 0)
 		return 0; /* held already: flock would conflict with our own earlier open */
 	if (ensure_rundir() < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/lock", kr_rundir());
-	lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd < 0)
+	lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock_fd < 0)
 		return -1;
 	int64_t until = kr_now_ns() + (int64_t)(wait_s * 1e9);
-	while (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+	while (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK || kr_now_ns() >= until) {
 			char buf[32] = "";
-			if (pread(lockfd, buf, sizeof(buf) - 1, 0) > 0)
+			if (pread(lock_fd, buf, sizeof(buf) - 1, 0) > 0)
 				*holder = (pid_t)atoi(buf);
-			close(lockfd);
-			lockfd = -1;
+			close(lock_fd);
+			lock_fd = -1;
 			errno = EWOULDBLOCK;
 			return -1;
 		}
@@ -425,7 +425,7 @@ int kr_lock_take(double wait_s, pid_t *holder)
 	}
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (ftruncate(lockfd, 0) < 0 || pwrite(lockfd, buf, (size_t)n, 0) != n)
+	if (ftruncate(lock_fd, 0) < 0 || pwrite(lock_fd, buf, (size_t)n, 0) != n)
 		return -1;
 	return 0;
 }

@@ -309,8 +309,14 @@ int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd);
 
 /* ---- environment ---- */
 /* Adds the standard header: kernel release, CPU model and count, and the given knobs
- * ("sysctl:kernel.x", "file:/sys/...", "config:CONFIG_X") to the report environment. */
+ * ("sysctl:kernel.x", "file:/sys/...", "config:CONFIG_X", or a group of the bug-report
+ * environment: "group:config", "group:cmdline", "group:sched_features", "group:cpuidle",
+ * "group:cpufreq", "group:rt_throttling", "group:irq_affinity", "group:thread_policies",
+ * "group:cgroup", "group:memory", "group:numa", "group:virt") to the report environment. */
 void kr_env_standard(const char *const *knobs);
+extern const char *const kr_env_groups[]; /* every group: what scripts/envinfo prints */
+/* print the environment collected so far: "key: value" lines, or one JSON object */
+void kr_env_print(FILE *f, bool json);
 void kr_kmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

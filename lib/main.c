@@ -19,34 +19,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const struct kr_prog *prog;
-static struct kr_opts opts;
+static const struct kr_prog *the_prog;
+static struct kr_opts the_opts;
 
 const struct kr_opts *kr_options(void)
 {
-	return prog ? &opts : NULL;
+	return the_prog ? &the_opts : NULL;
 }
 
 const struct kr_prog *kr_program(void)
 {
-	return prog;
+	return the_prog;
 }
 
 enum {
-	O_DURATION = 1000, O_THRESHOLD, O_FORMAT, O_QUIET, O_CSV, O_CPU, O_CPUS, O_SEED,
-	O_REPEAT, O_TRIGGER, O_MITIGATE, O_RESTORE_ONLY, O_WAIT, O_HELP, O_VERSION,
-	O_PROG = 2000
+	OPT_DURATION = 1000, OPT_THRESHOLD, OPT_FORMAT, OPT_QUIET, OPT_CSV, OPT_CPU, OPT_CPUS, OPT_SEED,
+	OPT_REPEAT, OPT_TRIGGER, OPT_MITIGATE, OPT_RESTORE_ONLY, OPT_WAIT, OPT_HELP, OPT_VERSION,
+	OPT_PROG = 2000
 };
 
-static void usage(FILE *f)
+static void print_usage(FILE *f)
 {
-	const struct kr_option *po = prog->options;
-	const char *u = prog->unit && *prog->unit ? prog->unit : "";
+	const struct kr_option *po = the_prog->options;
+	const char *u = the_prog->unit && *the_prog->unit ? the_prog->unit : "";
 
-	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s\n", prog->name, prog->name, KR_VERSION,
-		prog->summary, prog->description);
-	fprintf(f, "\nVerdict: %s\n  metric %s, default threshold %g%s\n", prog->rule, prog->metric,
-		prog->threshold, u);
+	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s\n", the_prog->name, the_prog->name, KR_VERSION,
+		the_prog->summary, the_prog->description);
+	fprintf(f, "\nVerdict: %s\n  metric %s, default threshold %g%s\n", the_prog->rule, the_prog->metric,
+		the_prog->threshold, u);
 	if (po && po->name) {
 		fprintf(f, "\nProgram options:\n");
 		for (; po->name; po++) {
@@ -60,20 +60,20 @@ static void usage(FILE *f)
 		   "  --duration SEC           measurement time (default %g s); runs are capped at\n"
 		   "                           %g s unless --duration asks for more\n"
 		   "  --threshold V            verdict threshold (default %g%s, range %g-%g)\n",
-		prog->duration_s, prog->duration_max_s, prog->threshold, u, prog->threshold_min,
-		prog->threshold_max);
-	if (prog->flags & KR_OPT_REPEAT)
+		the_prog->duration_s, the_prog->duration_max_s, the_prog->threshold, u, the_prog->threshold_min,
+		the_prog->threshold_max);
+	if (the_prog->flags & KR_OPT_REPEAT)
 		fprintf(f, "  --repeat N               repeats; all must agree, else SKIP inconclusive (default %d)\n",
-			prog->repeat);
-	if (prog->flags & KR_OPT_CPU)
+			the_prog->repeat);
+	if (the_prog->flags & KR_OPT_CPU)
 		fprintf(f, "  --cpu N                  the CPU the phenomenon is provoked on\n");
-	if (prog->flags & KR_OPT_CPUS)
+	if (the_prog->flags & KR_OPT_CPUS)
 		fprintf(f, "  --cpus LIST              the CPUs to use, e.g. 0-3,6\n");
-	if (prog->flags & KR_OPT_SEED)
+	if (the_prog->flags & KR_OPT_SEED)
 		fprintf(f, "  --seed N                 seed of the random number generator\n");
-	if (prog->flags & KR_OPT_TRIGGER)
+	if (the_prog->flags & KR_OPT_TRIGGER)
 		fprintf(f, "  --trigger                provoke the phenomenon on purpose (positive control)\n");
-	if (prog->flags & KR_OPT_MITIGATE)
+	if (the_prog->flags & KR_OPT_MITIGATE)
 		fprintf(f, "  --mitigate               apply the known fix for the run (restored after)\n");
 	fprintf(f, "  --format text|json|tap   report format (the exit code is the same)\n"
 		   "  --quiet                  print only the verdict line\n"
@@ -86,90 +86,90 @@ static void usage(FILE *f)
 		   "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
 		   "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
 		   "  129 SKIP: this machine or user cannot run it (bisect: abort)\n"
-		   "\nExample:\n  %s\n", prog->example);
+		   "\nExample:\n  %s\n", the_prog->example);
 }
 
-static int parse_common(int key, const char *arg)
+static int parse_common_option(int key, const char *arg)
 {
 	int64_t ns;
 	long l;
 	int i;
 
 	switch (key) {
-	case O_DURATION:
+	case OPT_DURATION:
 		if (kr_parse_duration_ns("--duration", arg, "s", 1000000, 3600000000000LL, &ns) < 0)
 			return -1;
-		opts.duration_s = (double)ns / 1e9;
-		opts.duration_set = true;
+		the_opts.duration_s = (double)ns / 1e9;
+		the_opts.duration_set = true;
 		return 0;
-	case O_THRESHOLD:
-		opts.threshold_set = true;
-		return kr_parse_double("--threshold", arg, prog->threshold_min, prog->threshold_max,
-				       &opts.threshold);
-	case O_FORMAT:
+	case OPT_THRESHOLD:
+		the_opts.threshold_set = true;
+		return kr_parse_double("--threshold", arg, the_prog->threshold_min, the_prog->threshold_max,
+				       &the_opts.threshold);
+	case OPT_FORMAT:
 		if ((i = kr_parse_choice("--format", arg, "text|json|tap")) < 0)
 			return -1;
-		opts.format = (enum kr_format)i;
+		the_opts.format = (enum kr_format)i;
 		return 0;
-	case O_QUIET: opts.quiet = true; return 0;
-	case O_CSV:
+	case OPT_QUIET: the_opts.quiet = true; return 0;
+	case OPT_CSV:
 		if (!*arg)
 			return kr_usage_error("--csv: expected a file name");
-		opts.csv = arg;
+		the_opts.csv = arg;
 		return 0;
-	case O_CPU: {
+	case OPT_CPU: {
 		cpu_set_t s;
 		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
 		    kr_parse_cpulist("--cpu", arg, &s) < 0)
 			return -1;
-		opts.cpu = (int)l;
+		the_opts.cpu = (int)l;
 		return 0;
 	}
-	case O_CPUS:
-		opts.cpus_set = true;
-		return kr_parse_cpulist("--cpus", arg, &opts.cpus);
-	case O_SEED:
+	case OPT_CPUS:
+		the_opts.cpus_set = true;
+		return kr_parse_cpulist("--cpus", arg, &the_opts.cpus);
+	case OPT_SEED:
 		if (kr_parse_long("--seed", arg, 0, 0x7fffffffL, &l) < 0)
 			return -1;
-		opts.seed = (unsigned long long)l;
-		opts.seed_set = true;
+		the_opts.seed = (unsigned long long)l;
+		the_opts.seed_set = true;
 		return 0;
-	case O_REPEAT:
+	case OPT_REPEAT:
 		if (kr_parse_long("--repeat", arg, 1, 100, &l) < 0)
 			return -1;
-		opts.repeat = (int)l;
+		the_opts.repeat = (int)l;
 		return 0;
-	case O_TRIGGER: opts.trigger = true; return 0;
-	case O_MITIGATE: opts.mitigate = true; return 0;
-	case O_RESTORE_ONLY: opts.restore_only = true; return 0;
-	case O_WAIT:
+	case OPT_TRIGGER: the_opts.trigger = true; return 0;
+	case OPT_MITIGATE: the_opts.mitigate = true; return 0;
+	case OPT_RESTORE_ONLY: the_opts.restore_only = true; return 0;
+	case OPT_WAIT:
 		if (kr_parse_duration_ns("--wait", arg, "s", 0, 86400000000000LL, &ns) < 0)
 			return -1;
-		opts.wait_s = (double)ns / 1e9;
+		the_opts.wait_s = (double)ns / 1e9;
 		return 0;
 	}
 	return -1;
 }
 
-static pid_t child;
-static volatile sig_atomic_t got_signal;
+static pid_t measuring_child;
+static volatile sig_atomic_t supervisor_signal;
 
-static void forward(int sig)
+static void forward_signal(int sig)
 {
-	got_signal = sig;
-	if (child > 0)
-		kill(child, sig);
+	supervisor_signal = sig;
+	if (measuring_child > 0)
+		kill(measuring_child, sig);
 }
 
-static void alarm_kill(int sig)
+static void kill_on_hard_cap(int sig)
 {
 	(void)sig;
-	got_signal = SIGALRM;
-	if (child > 0)
-		kill(child, SIGKILL);
+	supervisor_signal = SIGALRM;
+	if (measuring_child > 0)
+		kill(measuring_child, SIGKILL);
 }
 
-static const char *verdict_of(int code)
+static const char *verdict_of_exit(int code)
 {
 	switch (code) {
 	case KR_EXIT_PASS: return "PASS";
@@ -195,10 +195,10 @@ static int supervise(void)
 	if (kr_journal_begin() < 0)
 		return kr_error("cannot create the journal in %s: %s", kr_rundir(), strerror(errno));
 	fflush(NULL);
-	child = fork();
-	if (child < 0)
+	measuring_child = fork();
+	if (measuring_child < 0)
 		return kr_error("fork: %s", strerror(errno));
-	if (child == 0) {
+	if (measuring_child == 0) {
 		/* die with the supervisor, so no RT thread outlives it unsupervised */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
@@ -208,36 +208,36 @@ static int supervise(void)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		code = prog->run(&opts);
+		code = the_prog->run(&the_opts);
 		fflush(NULL);
 		_exit(code);
 	}
-	kr_journal_child(child);
-	struct sigaction sa = { .sa_handler = forward };
+	kr_journal_child(measuring_child);
+	struct sigaction sa = { .sa_handler = forward_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = alarm_kill;
+	sa.sa_handler = kill_on_hard_cap;
 	sigaction(SIGALRM, &sa, NULL);
 	/* the hard cap: a run never exceeds it, whatever the program does */
-	double cap = prog->duration_max_s;
-	if (opts.duration_set && opts.duration_s * (opts.repeat + 2) + 30 > cap)
-		cap = opts.duration_s * (opts.repeat + 2) + 30;
+	double cap = the_prog->duration_max_s;
+	if (the_opts.duration_set && the_opts.duration_s * (the_opts.repeat + 2) + 30 > cap)
+		cap = the_opts.duration_s * (the_opts.repeat + 2) + 30;
 	alarm((unsigned)cap + 5);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(measuring_child, &status, 0) < 0 && errno == EINTR)
 		;
 	alarm(0);
-	child = 0;
+	measuring_child = 0;
 	int failed = kr_journal_finish();
 	if (WIFEXITED(status)) {
 		code = WEXITSTATUS(status);
 	} else {
 		int sig = WTERMSIG(status);
-		if (got_signal == SIGALRM)
+		if (supervisor_signal == SIGALRM)
 			code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap + 5);
-		else if (got_signal)
-			code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(got_signal));
+		else if (supervisor_signal)
+			code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(supervisor_signal));
 		else
 			code = kr_error("the measurement crashed (%s); state restored", strsignal(sig));
 	}
@@ -246,7 +246,7 @@ static int supervise(void)
 			kr_rundir());
 		code = KR_EXIT_ERROR;
 	}
-	kr_kmsg("krepro: %s end: %s", prog->name, verdict_of(code));
+	kr_kmsg("krepro: %s end: %s", the_prog->name, verdict_of_exit(code));
 	return code;
 }
 
@@ -255,37 +255,37 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	struct option lo[64];
 	int n = 0, nprog = 0;
 
-	prog = p;
-	memset(&opts, 0, sizeof(opts));
-	opts.duration_s = p->duration_s;
-	opts.threshold = p->threshold;
-	opts.cpu = -1;
-	opts.repeat = p->repeat > 0 ? p->repeat : 1;
+	the_prog = p;
+	memset(&the_opts, 0, sizeof(the_opts));
+	the_opts.duration_s = p->duration_s;
+	the_opts.threshold = p->threshold;
+	the_opts.cpu = -1;
+	the_opts.repeat = p->repeat > 0 ? p->repeat : 1;
 
 #define ADD(nm, has, key) lo[n++] = (struct option){ nm, has, NULL, key }
-	ADD("duration", required_argument, O_DURATION);
-	ADD("threshold", required_argument, O_THRESHOLD);
-	ADD("format", required_argument, O_FORMAT);
-	ADD("quiet", no_argument, O_QUIET);
-	ADD("csv", required_argument, O_CSV);
-	ADD("wait", required_argument, O_WAIT);
-	ADD("restore-only", no_argument, O_RESTORE_ONLY);
-	ADD("help", no_argument, O_HELP);
-	ADD("version", no_argument, O_VERSION);
+	ADD("duration", required_argument, OPT_DURATION);
+	ADD("threshold", required_argument, OPT_THRESHOLD);
+	ADD("format", required_argument, OPT_FORMAT);
+	ADD("quiet", no_argument, OPT_QUIET);
+	ADD("csv", required_argument, OPT_CSV);
+	ADD("wait", required_argument, OPT_WAIT);
+	ADD("restore-only", no_argument, OPT_RESTORE_ONLY);
+	ADD("help", no_argument, OPT_HELP);
+	ADD("version", no_argument, OPT_VERSION);
 	if (p->flags & KR_OPT_CPU)
-		ADD("cpu", required_argument, O_CPU);
+		ADD("cpu", required_argument, OPT_CPU);
 	if (p->flags & KR_OPT_CPUS)
-		ADD("cpus", required_argument, O_CPUS);
+		ADD("cpus", required_argument, OPT_CPUS);
 	if (p->flags & KR_OPT_SEED)
-		ADD("seed", required_argument, O_SEED);
+		ADD("seed", required_argument, OPT_SEED);
 	if (p->flags & KR_OPT_REPEAT)
-		ADD("repeat", required_argument, O_REPEAT);
+		ADD("repeat", required_argument, OPT_REPEAT);
 	if (p->flags & KR_OPT_TRIGGER)
-		ADD("trigger", no_argument, O_TRIGGER);
+		ADD("trigger", no_argument, OPT_TRIGGER);
 	if (p->flags & KR_OPT_MITIGATE)
-		ADD("mitigate", no_argument, O_MITIGATE);
+		ADD("mitigate", no_argument, OPT_MITIGATE);
 	for (const struct kr_option *po = p->options; po && po->name && n < 62; po++, nprog++)
-		ADD(po->name, po->argname ? required_argument : no_argument, O_PROG + nprog);
+		ADD(po->name, po->argname ? required_argument : no_argument, OPT_PROG + nprog);
 	lo[n] = (struct option){ 0 };
 #undef ADD
 
@@ -305,14 +305,14 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 			kr_usage_error("option '%s' needs a value (see --help)", argv[optind - 1]);
 			return KR_EXIT_ERROR;
 		}
-		if (key == O_HELP)
+		if (key == OPT_HELP)
 			help = true;
-		else if (key == O_VERSION)
+		else if (key == OPT_VERSION)
 			version = true;
-		else if (key >= O_PROG) {
-			if (p->parse(key - O_PROG, optarg) < 0)
+		else if (key >= OPT_PROG) {
+			if (p->parse(key - OPT_PROG, optarg) < 0)
 				return KR_EXIT_ERROR;
-		} else if (parse_common(key, optarg) < 0) {
+		} else if (parse_common_option(key, optarg) < 0) {
 			return KR_EXIT_ERROR;
 		}
 	}
@@ -321,19 +321,19 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 		return KR_EXIT_ERROR;
 	}
 	if (help) {
-		usage(stdout);
+		print_usage(stdout);
 		return KR_EXIT_PASS;
 	}
 	if (version) {
 		printf("%s (krepro) %s\n", p->name, KR_VERSION);
 		return KR_EXIT_PASS;
 	}
-	if (p->validate && p->validate(&opts) < 0)
+	if (p->validate && p->validate(&the_opts) < 0)
 		return KR_EXIT_ERROR;
 
-	if (opts.restore_only) {
+	if (the_opts.restore_only) {
 		pid_t holder = 0;
-		if (kr_lock_take(opts.wait_s, &holder) < 0) {
+		if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 			kr_usage_error("another krepro run (pid %d) holds %s/lock", (int)holder, kr_rundir());
 			return KR_EXIT_ERROR;
 		}
@@ -345,7 +345,7 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes scheduler, cgroup or network settings)");
 
 	pid_t holder = 0;
-	if (kr_lock_take(opts.wait_s, &holder) < 0) {
+	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 		if (errno == EWOULDBLOCK)
 			return kr_error("another krepro run (pid %d) holds %s/lock; --wait SEC waits for it",
 					(int)holder, kr_rundir());

@@ -69,7 +69,7 @@ int kr_netns_socket(int nsfd, int domain, int type, int proto)
 	return s;
 }
 
-static int link_up(int nsfd, const char *ifname)
+static int netns_link_up(int nsfd, const char *ifname)
 {
 	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
 	struct ifreq ifr;
@@ -111,7 +111,7 @@ int kr_netns_new(void)
 		errno = e;
 		return -1;
 	}
-	if (link_up(fd, "lo") < 0) {
+	if (netns_link_up(fd, "lo") < 0) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -210,7 +210,7 @@ static int nl_talk(int nsfd, struct nlbuf *b)
 	return r;
 }
 
-static int add_address(int nsfd, const char *ifname, const char *cidr)
+static int netns_add_address(int nsfd, const char *ifname, const char *cidr)
 {
 	char ip[64];
 	struct in_addr a;
@@ -260,16 +260,16 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 	nl_nest_end(&b, linkinfo);
 	if (nl_talk(ns_a, &b) < 0)
 		return -1;
-	if ((addr_a && add_address(ns_a, name_a, addr_a) < 0) ||
-	    (addr_b && add_address(ns_b, name_b, addr_b) < 0))
+	if ((addr_a && netns_add_address(ns_a, name_a, addr_a) < 0) ||
+	    (addr_b && netns_add_address(ns_b, name_b, addr_b) < 0))
 		return -1;
-	if (link_up(ns_a, name_a) < 0 || link_up(ns_b, name_b) < 0)
+	if (netns_link_up(ns_a, name_a) < 0 || netns_link_up(ns_b, name_b) < 0)
 		return -1;
 	return 0;
 }
 
 /* ---- sysfs of a namespace: a child mounts its own sysfs inside the namespace ---- */
-static int sysfs_io(int nsfd, const char *relpath, const char *value, char *buf, size_t len)
+static int netns_sysfs_io(int nsfd, const char *relpath, const char *value, char *buf, size_t len)
 {
 	char path[512];
 	int pfd[2];
@@ -323,10 +323,10 @@ static int sysfs_io(int nsfd, const char *relpath, const char *value, char *buf,
 
 int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value)
 {
-	return sysfs_io(nsfd, relpath, value, NULL, 0);
+	return netns_sysfs_io(nsfd, relpath, value, NULL, 0);
 }
 
 int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len)
 {
-	return sysfs_io(nsfd, relpath, NULL, buf, len);
+	return netns_sysfs_io(nsfd, relpath, NULL, buf, len);
 }

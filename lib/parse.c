@@ -24,7 +24,7 @@ int kr_usage_error(const char *fmt, ...)
 	return -1;
 }
 
-static bool is_blank(const char *s)
+static bool str_is_blank(const char *s)
 {
 	while (*s && isspace((unsigned char)*s))
 		s++;
@@ -35,7 +35,7 @@ int kr_parse_long(const char *opt, const char *s, long min, long max, long *out)
 {
 	char *end;
 
-	if (!s || is_blank(s) || isspace((unsigned char)*s))
+	if (!s || str_is_blank(s) || isspace((unsigned char)*s))
 		return kr_usage_error("%s: expected an integer from %ld to %ld, got '%s'", opt, min,
 				      max, s ? s : "");
 	errno = 0;
@@ -48,7 +48,7 @@ int kr_parse_long(const char *opt, const char *s, long min, long max, long *out)
 }
 
 /* a finite decimal number followed by the rest (the unit) */
-static int number_prefix(const char *s, double *v, const char **rest)
+static int parse_number_prefix(const char *s, double *v, const char **rest)
 {
 	char *end;
 
@@ -71,7 +71,7 @@ int kr_parse_double(const char *opt, const char *s, double min, double max, doub
 	double v;
 	const char *rest;
 
-	if (number_prefix(s, &v, &rest) < 0 || *rest || v < min || v > max)
+	if (parse_number_prefix(s, &v, &rest) < 0 || *rest || v < min || v > max)
 		return kr_usage_error("%s: expected a number from %g to %g, got '%s'", opt, min, max,
 				      s ? s : "");
 	*out = v;
@@ -81,17 +81,17 @@ int kr_parse_double(const char *opt, const char *s, double min, double max, doub
 static const struct {
 	const char *name;
 	int64_t ns;
-} time_units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+} duration_units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
 
-static int64_t unit_ns(const char *u)
+static int64_t duration_unit_ns(const char *u)
 {
-	for (size_t i = 0; i < sizeof(time_units) / sizeof(time_units[0]); i++)
-		if (!strcmp(u, time_units[i].name))
-			return time_units[i].ns;
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+		if (!strcmp(u, duration_units[i].name))
+			return duration_units[i].ns;
 	return 0;
 }
 
-static void fmt_ns(int64_t ns, char *buf, size_t len)
+static void format_duration_ns(int64_t ns, char *buf, size_t len)
 {
 	if (ns % 1000000000 == 0)
 		snprintf(buf, len, "%llds", (long long)(ns / 1000000000));
@@ -110,11 +110,11 @@ int kr_parse_duration_ns(const char *opt, const char *s, const char *default_uni
 	const char *rest;
 	char lo[32], hi[32];
 
-	fmt_ns(min_ns, lo, sizeof(lo));
-	fmt_ns(max_ns, hi, sizeof(hi));
+	format_duration_ns(min_ns, lo, sizeof(lo));
+	format_duration_ns(max_ns, hi, sizeof(hi));
 	int64_t mul = 0;
-	if (number_prefix(s, &v, &rest) == 0)
-		mul = unit_ns(*rest ? rest : default_unit);
+	if (parse_number_prefix(s, &v, &rest) == 0)
+		mul = duration_unit_ns(*rest ? rest : default_unit);
 	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns)
 		return kr_usage_error("%s: expected a duration from %s to %s (units ns, us, ms, s; "
 				      "default %s), got '%s'", opt, lo, hi, default_unit, s ? s : "");
@@ -128,7 +128,7 @@ int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, ui
 	const char *rest;
 	uint64_t mul = 0;
 
-	if (number_prefix(s, &v, &rest) == 0) {
+	if (parse_number_prefix(s, &v, &rest) == 0) {
 		static const char suffixes[] = "kmgt";
 		if (!*rest) {
 			mul = 1;

@@ -12,29 +12,29 @@
 #include <string.h>
 #include <unistd.h>
 
-struct kv {
+struct kr_kv {
 	char *key;
 	char *str; /* NULL for a number */
 	double num;
 };
 
-struct list {
-	struct kv *v;
+struct kr_kvlist {
+	struct kr_kv *v;
 	size_t n, cap;
 };
 
 static struct {
 	char **lines;
 	size_t nlines, cap;
-	struct list params, env, meas;
+	struct kr_kvlist params, env, meas;
 	char **causes;
 	size_t ncauses;
 	bool done;
-} rep;
+} kr_rep;
 
-static FILE *csv_file;
+static FILE *kr_csv_file;
 
-static char *vfmt(const char *fmt, va_list ap)
+static char *kr_vfmt(const char *fmt, va_list ap)
 {
 	char *s = NULL;
 
@@ -45,7 +45,7 @@ static char *vfmt(const char *fmt, va_list ap)
 	return s;
 }
 
-static void *xrealloc(void *p, size_t n)
+static void *kr_xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n);
 	if (!p) {
@@ -55,7 +55,7 @@ static void *xrealloc(void *p, size_t n)
 	return p;
 }
 
-static void list_set(struct list *l, const char *key, char *str, double num)
+static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double num)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		if (!strcmp(l->v[i].key, key)) {
@@ -67,12 +67,12 @@ static void list_set(struct list *l, const char *key, char *str, double num)
 	}
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+		l->v = kr_xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
-	l->v[l->n++] = (struct kv){ strdup(key), str, num };
+	l->v[l->n++] = (struct kr_kv){ strdup(key), str, num };
 }
 
-static void list_free(struct list *l)
+static void kvlist_free(struct kr_kvlist *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		free(l->v[i].key);
@@ -85,25 +85,25 @@ static void list_free(struct list *l)
 void kr_report_reset(const char *program)
 {
 	(void)program;
-	for (size_t i = 0; i < rep.nlines; i++)
-		free(rep.lines[i]);
-	free(rep.lines);
-	for (size_t i = 0; i < rep.ncauses; i++)
-		free(rep.causes[i]);
-	free(rep.causes);
-	list_free(&rep.params);
-	list_free(&rep.env);
-	list_free(&rep.meas);
-	memset(&rep, 0, sizeof(rep));
+	for (size_t i = 0; i < kr_rep.nlines; i++)
+		free(kr_rep.lines[i]);
+	free(kr_rep.lines);
+	for (size_t i = 0; i < kr_rep.ncauses; i++)
+		free(kr_rep.causes[i]);
+	free(kr_rep.causes);
+	kvlist_free(&kr_rep.params);
+	kvlist_free(&kr_rep.env);
+	kvlist_free(&kr_rep.meas);
+	memset(&kr_rep, 0, sizeof(kr_rep));
 }
 
-static void add_line(const char *text)
+static void report_add_line(const char *text)
 {
-	if (rep.nlines == rep.cap) {
-		rep.cap = rep.cap ? 2 * rep.cap : 64;
-		rep.lines = xrealloc(rep.lines, rep.cap * sizeof(char *));
+	if (kr_rep.nlines == kr_rep.cap) {
+		kr_rep.cap = kr_rep.cap ? 2 * kr_rep.cap : 64;
+		kr_rep.lines = kr_xrealloc(kr_rep.lines, kr_rep.cap * sizeof(char *));
 	}
-	rep.lines[rep.nlines++] = strdup(text);
+	kr_rep.lines[kr_rep.nlines++] = strdup(text);
 }
 
 void kr_say(const char *fmt, ...)
@@ -111,7 +111,7 @@ void kr_say(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	char *s = vfmt(fmt, ap);
+	char *s = kr_vfmt(fmt, ap);
 	va_end(ap);
 	size_t len = strlen(s);
 	if (len && s[len - 1] == '\n')
@@ -121,7 +121,7 @@ void kr_say(const char *fmt, ...)
 		char *nl = strchr(p, '\n');
 		if (nl)
 			*nl = 0;
-		add_line(p);
+		report_add_line(p);
 		if (!nl)
 			break;
 		p = nl + 1;
@@ -134,7 +134,7 @@ void kr_param(const char *key, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	list_set(&rep.params, key, vfmt(fmt, ap), 0);
+	kvlist_set(&kr_rep.params, key, kr_vfmt(fmt, ap), 0);
 	va_end(ap);
 }
 
@@ -143,18 +143,18 @@ void kr_env(const char *key, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	list_set(&rep.env, key, vfmt(fmt, ap), 0);
+	kvlist_set(&kr_rep.env, key, kr_vfmt(fmt, ap), 0);
 	va_end(ap);
 }
 
 void kr_measure(const char *key, double value)
 {
-	list_set(&rep.meas, key, NULL, value);
+	kvlist_set(&kr_rep.meas, key, NULL, value);
 }
 
 void kr_measure_str(const char *key, const char *value)
 {
-	list_set(&rep.meas, key, strdup(value ? value : ""), 0);
+	kvlist_set(&kr_rep.meas, key, strdup(value ? value : ""), 0);
 }
 
 void kr_cause(const char *fmt, ...)
@@ -162,8 +162,8 @@ void kr_cause(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	rep.causes = xrealloc(rep.causes, (rep.ncauses + 1) * sizeof(char *));
-	rep.causes[rep.ncauses++] = vfmt(fmt, ap);
+	kr_rep.causes = kr_xrealloc(kr_rep.causes, (kr_rep.ncauses + 1) * sizeof(char *));
+	kr_rep.causes[kr_rep.ncauses++] = kr_vfmt(fmt, ap);
 	va_end(ap);
 }
 
@@ -228,7 +228,7 @@ void kr_json_number(FILE *f, double v)
 		fprintf(f, "%.6g", v);
 }
 
-static void json_object(FILE *f, const struct list *l)
+static void json_write_object(FILE *f, const struct kr_kvlist *l)
 {
 	fputc('{', f);
 	for (size_t i = 0; i < l->n; i++) {
@@ -245,7 +245,7 @@ static void json_object(FILE *f, const struct list *l)
 }
 
 /* 84.1, 20.0, 0.974, 500, 0.004: three significant digits without exponent noise */
-static void fmt_value(char *buf, size_t len, double v)
+static void format_value(char *buf, size_t len, double v)
 {
 	double a = fabs(v);
 
@@ -261,14 +261,14 @@ static void fmt_value(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.3g", v);
 }
 
-static const char *verdict_name(enum kr_verdict v)
+static const char *verdict_word(enum kr_verdict v)
 {
 	static const char *const names[] = { "PASS", "FAIL", "SKIP", "ERROR" };
 	return names[v];
 }
 
 /* a value on one line: control characters (a newline in a parameter) become spaces */
-static size_t put_clean(FILE *f, const char *s)
+static size_t put_one_line(FILE *f, const char *s)
 {
 	size_t n = 0;
 
@@ -278,7 +278,7 @@ static size_t put_clean(FILE *f, const char *s)
 }
 
 /* print lines of "key=value" pairs wrapped at 72 columns */
-static void print_pairs(FILE *f, const char *prefix, const char *title, const struct list *l)
+static void report_print_pairs(FILE *f, const char *prefix, const char *title, const struct kr_kvlist *l)
 {
 	size_t col = 0;
 
@@ -290,22 +290,32 @@ static void print_pairs(FILE *f, const char *prefix, const char *title, const st
 			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : title);
 		}
 		col += (size_t)fprintf(f, " %s=", l->v[i].key);
-		col += put_clean(f, l->v[i].str);
+		col += put_one_line(f, l->v[i].str);
 	}
 	if (col)
 		fputc('\n', f);
 }
 
-static void print_env(FILE *f, const char *prefix)
+static void report_print_env(FILE *f, const char *prefix)
 {
-	for (size_t i = 0; i < rep.env.n; i++) {
-		fprintf(f, "%s%s: ", prefix, rep.env.v[i].key);
-		put_clean(f, rep.env.v[i].str);
+	for (size_t i = 0; i < kr_rep.env.n; i++) {
+		fprintf(f, "%s%s: ", prefix, kr_rep.env.v[i].key);
+		put_one_line(f, kr_rep.env.v[i].str);
 		fputc('\n', f);
 	}
 }
 
-static int finish(enum kr_verdict v, int code, double value, const char *reason_in, const char *extra)
+void kr_env_print(FILE *f, bool json)
+{
+	if (json) {
+		json_write_object(f, &kr_rep.env);
+		fputc('\n', f);
+	} else {
+		report_print_env(f, "");
+	}
+}
+
+static int report_finish(enum kr_verdict v, int code, double value, const char *reason_in, const char *extra)
 {
 	/* a reason is one line in every format (it ends up in the verdict and TAP test lines) */
 	char reason_buf[512], *reason = NULL;
@@ -326,15 +336,15 @@ static int finish(enum kr_verdict v, int code, double value, const char *reason_
 	char line[1024], vbuf[32], tbuf[32];
 	FILE *f = stdout;
 
-	fmt_value(vbuf, sizeof(vbuf), value);
-	fmt_value(tbuf, sizeof(tbuf), threshold);
+	format_value(vbuf, sizeof(vbuf), value);
+	format_value(tbuf, sizeof(tbuf), threshold);
 	if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value)))
 		snprintf(line, sizeof(line), "%s: %s %s%s%s=%s%s (limit %s%s)%s%s", name,
-			 verdict_name(v), reason ? reason : "", reason ? " " : "",
+			 verdict_word(v), reason ? reason : "", reason ? " " : "",
 			 p && p->metric ? p->metric : "metric", vbuf, unit, tbuf, unit,
 			 extra && *extra ? " " : "", extra ? extra : "");
 	else
-		snprintf(line, sizeof(line), "%s: %s %s", name, verdict_name(v),
+		snprintf(line, sizeof(line), "%s: %s %s", name, verdict_word(v),
 			 reason ? reason : "");
 
 	if (fmt == KR_FMT_JSON) {
@@ -343,7 +353,7 @@ static int finish(enum kr_verdict v, int code, double value, const char *reason_
 		fputs(",\"version\":", f);
 		kr_json_string(f, KR_VERSION);
 		fputs(",\"verdict\":", f);
-		kr_json_string(f, verdict_name(v));
+		kr_json_string(f, verdict_word(v));
 		fprintf(f, ",\"exit_code\":%d,\"metric\":{\"name\":", code);
 		kr_json_string(f, p ? p->metric : NULL);
 		fputs(",\"value\":", f);
@@ -359,22 +369,22 @@ static int finish(enum kr_verdict v, int code, double value, const char *reason_
 		fputs(",\"verdict_line\":", f);
 		kr_json_string(f, line);
 		fputs(",\"parameters\":", f);
-		json_object(f, &rep.params);
+		json_write_object(f, &kr_rep.params);
 		fputs(",\"environment\":", f);
-		json_object(f, &rep.env);
+		json_write_object(f, &kr_rep.env);
 		fputs(",\"measurements\":", f);
-		json_object(f, &rep.meas);
+		json_write_object(f, &kr_rep.meas);
 		fputs(",\"known_causes\":[", f);
-		for (size_t i = 0; v == KR_FAIL && i < rep.ncauses; i++) {
+		for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++) {
 			if (i)
 				fputc(',', f);
-			kr_json_string(f, rep.causes[i]);
+			kr_json_string(f, kr_rep.causes[i]);
 		}
 		fputs("],\"text\":[", f);
-		for (size_t i = 0; i < rep.nlines; i++) {
+		for (size_t i = 0; i < kr_rep.nlines; i++) {
 			if (i)
 				fputc(',', f);
-			kr_json_string(f, rep.lines[i]);
+			kr_json_string(f, kr_rep.lines[i]);
 		}
 		fputs("]}\n", f);
 	} else {
@@ -383,13 +393,13 @@ static int finish(enum kr_verdict v, int code, double value, const char *reason_
 			fputs("TAP version 13\n1..1\n", f);
 		if (!quiet) {
 			fprintf(f, "%s%s %s: %s\n", pre, name, KR_VERSION, p ? p->summary : "");
-			print_env(f, pre);
-			print_pairs(f, pre, "params:", &rep.params);
-			for (size_t i = 0; i < rep.nlines; i++)
-				fprintf(f, "%s%s\n", fmt == KR_FMT_TAP && !*rep.lines[i] ? "#" : pre,
-					rep.lines[i]);
-			for (size_t i = 0; v == KR_FAIL && i < rep.ncauses; i++)
-				fprintf(f, "%sknown cause: %s\n", pre, rep.causes[i]);
+			report_print_env(f, pre);
+			report_print_pairs(f, pre, "params:", &kr_rep.params);
+			for (size_t i = 0; i < kr_rep.nlines; i++)
+				fprintf(f, "%s%s\n", fmt == KR_FMT_TAP && !*kr_rep.lines[i] ? "#" : pre,
+					kr_rep.lines[i]);
+			for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++)
+				fprintf(f, "%sknown cause: %s\n", pre, kr_rep.causes[i]);
 		}
 		if (fmt == KR_FMT_TAP) {
 			fprintf(f, "# %s\n", line);
@@ -406,16 +416,16 @@ static int finish(enum kr_verdict v, int code, double value, const char *reason_
 		}
 	}
 	fflush(f);
-	rep.done = true;
+	kr_rep.done = true;
 	kr_csv_close();
 	return code;
 }
 
-static int finishv(enum kr_verdict v, int code, double value, const char *reason_fmt,
+static int report_finishv(enum kr_verdict v, int code, double value, const char *reason_fmt,
 		   va_list ap, const char *extra)
 {
-	char *reason = reason_fmt ? vfmt(reason_fmt, ap) : NULL;
-	int r = finish(v, code, value, reason, extra);
+	char *reason = reason_fmt ? kr_vfmt(reason_fmt, ap) : NULL;
+	int r = report_finish(v, code, value, reason, extra);
 	free(reason);
 	return r;
 }
@@ -427,11 +437,11 @@ int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
 
 	if (extra_fmt) {
 		va_start(ap, extra_fmt);
-		extra = vfmt(extra_fmt, ap);
+		extra = kr_vfmt(extra_fmt, ap);
 		va_end(ap);
 	}
 	int code = v == KR_PASS ? KR_EXIT_PASS : v == KR_FAIL ? KR_EXIT_FAIL : v == KR_SKIP ? KR_EXIT_SKIP : KR_EXIT_ERROR;
-	int r = finish(v, code, value, v == KR_SKIP ? "inconclusive" : NULL, extra);
+	int r = report_finish(v, code, value, v == KR_SKIP ? "inconclusive" : NULL, extra);
 	free(extra);
 	return r;
 }
@@ -443,7 +453,7 @@ int kr_skip(int code, const char *reason_fmt, ...)
 	if (code != KR_EXIT_SKIP && code != KR_EXIT_SKIP_MACHINE)
 		code = KR_EXIT_SKIP;
 	va_start(ap, reason_fmt);
-	int r = finishv(KR_SKIP, code, NAN, reason_fmt, ap, NULL);
+	int r = report_finishv(KR_SKIP, code, NAN, reason_fmt, ap, NULL);
 	va_end(ap);
 	return r;
 }
@@ -453,7 +463,7 @@ int kr_error(const char *reason_fmt, ...)
 	va_list ap;
 
 	va_start(ap, reason_fmt);
-	int r = finishv(KR_ERROR, KR_EXIT_ERROR, NAN, reason_fmt, ap, NULL);
+	int r = report_finishv(KR_ERROR, KR_EXIT_ERROR, NAN, reason_fmt, ap, NULL);
 	va_end(ap);
 	return r;
 }
@@ -464,12 +474,12 @@ int kr_inconclusive(double value, const char *reason_fmt, ...)
 	char *why;
 
 	va_start(ap, reason_fmt);
-	why = vfmt(reason_fmt, ap);
+	why = kr_vfmt(reason_fmt, ap);
 	va_end(ap);
 	char *reason = NULL;
 	if (asprintf(&reason, "inconclusive (%s):", why) < 0)
 		abort();
-	int r = finish(KR_SKIP, KR_EXIT_SKIP, value, reason, NULL);
+	int r = report_finish(KR_SKIP, KR_EXIT_SKIP, value, reason, NULL);
 	free(reason);
 	free(why);
 	return r;
@@ -501,14 +511,14 @@ int kr_csv_open(const char *header)
 
 	if (!o || !o->csv)
 		return 0;
-	if (csv_file)
-		fclose(csv_file);
-	csv_file = fopen(o->csv, "w");
-	if (!csv_file) {
+	if (kr_csv_file)
+		fclose(kr_csv_file);
+	kr_csv_file = fopen(o->csv, "w");
+	if (!kr_csv_file) {
 		kr_warn("--csv %s: %s", o->csv, strerror(errno));
 		return -1;
 	}
-	fprintf(csv_file, "%s\n", header);
+	fprintf(kr_csv_file, "%s\n", header);
 	return 0;
 }
 
@@ -516,17 +526,17 @@ void kr_csv_row(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!csv_file)
+	if (!kr_csv_file)
 		return;
 	va_start(ap, fmt);
-	vfprintf(csv_file, fmt, ap);
+	vfprintf(kr_csv_file, fmt, ap);
 	va_end(ap);
-	fputc('\n', csv_file);
+	fputc('\n', kr_csv_file);
 }
 
 void kr_csv_close(void)
 {
-	if (csv_file)
-		fclose(csv_file);
-	csv_file = NULL;
+	if (kr_csv_file)
+		fclose(kr_csv_file);
+	kr_csv_file = NULL;
 }

@@ -43,7 +43,7 @@ void kr_sleep_ns(int64_t ns)
 }
 
 /* ---- statistics ---- */
-static int cmp_double(const void *a, const void *b)
+static int cmp_double_asc(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -73,7 +73,7 @@ void kr_stats(double *v, size_t n, struct kr_stats *s)
 		s->min = s->max = s->mean = s->stdev = s->median = NAN;
 		return;
 	}
-	qsort(v, n, sizeof(double), cmp_double);
+	qsort(v, n, sizeof(double), cmp_double_asc);
 	double sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
@@ -189,7 +189,7 @@ int kr_kv_get(const char *text, const char *key, uint64_t *out)
 }
 
 /* ---- /proc/stat ---- */
-static int parse_cpu_line(const char *p, struct kr_cpu_times *t)
+static int parse_proc_stat_cpu(const char *p, struct kr_cpu_times *t)
 {
 	unsigned long long f[10] = { 0 };
 	int n = sscanf(p, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1],
@@ -209,14 +209,14 @@ int kr_parse_proc_stat(const char *text, struct kr_cpu_times *all, struct kr_cpu
 		if (strncmp(p, "cpu", 3))
 			continue;
 		if (p[3] == ' ') {
-			if (parse_cpu_line(p + 3, all) == 0)
+			if (parse_proc_stat_cpu(p + 3, all) == 0)
 				found_all = 1;
 		} else if (isdigit((unsigned char)p[3])) {
 			char *end;
 			long cpu = strtol(p + 3, &end, 10);
 			if (*end != ' ' || cpu < 0 || cpu >= maxcpus || !per)
 				continue;
-			if (parse_cpu_line(end, &per[cpu]) == 0 && cpu + 1 > ncpu)
+			if (parse_proc_stat_cpu(end, &per[cpu]) == 0 && cpu + 1 > ncpu)
 				ncpu = (int)cpu + 1;
 		}
 	}
@@ -383,7 +383,7 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 	return 0;
 }
 
-static char *kconfig_text;
+static char *kconfig_cache;
 
 static char *load_kconfig(void)
 {
@@ -391,8 +391,8 @@ static char *load_kconfig(void)
 	char path[300];
 	size_t cap = 1 << 20, n = 0;
 
-	if (kconfig_text)
-		return kconfig_text;
+	if (kconfig_cache)
+		return kconfig_cache;
 	uname(&u);
 	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
 	FILE *f = fopen(path, "re");
@@ -420,7 +420,7 @@ static char *load_kconfig(void)
 		return NULL;
 	}
 	t[n] = 0;
-	return kconfig_text = t;
+	return kconfig_cache = t;
 }
 
 int kr_kconfig(const char *option, char *buf, size_t len)

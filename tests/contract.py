@@ -10,7 +10,10 @@ contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and 
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, glob, json, os, re, subprocess, sys, tempfile
+import fcntl, json, os, re, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from krstate import snapshot, diff  # noqa: E402
 
 FAILS = []
 
@@ -27,41 +30,6 @@ def run(argv, env=None, timeout=120, user=None):
         argv = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups"] + argv
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
-
-
-def snapshot():
-    """What a krepro run may touch: it must be the same before and after."""
-    s = {}
-    for f in ["kernel/sched_cfs_bandwidth_slice_us", "kernel/sched_rt_runtime_us",
-              "kernel/sched_rt_period_us", "vm/nr_hugepages", "vm/nr_overcommit_hugepages"]:
-        try:
-            s[f] = open("/proc/sys/" + f).read().strip()
-        except OSError:
-            pass
-    s["cgroups"] = sorted(glob.glob("/sys/fs/cgroup/*/krepro-*") + glob.glob("/sys/fs/cgroup/krepro-*"))
-    s["rundir"] = sorted(x for x in os.listdir("/run/krepro") if x != "lock") if os.path.isdir("/run/krepro") else []
-    s["netns"] = sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else []
-    prio = []
-    for comm in glob.glob("/proc/[0-9]*/comm"):
-        try:
-            name = open(comm).read().strip()
-            if re.match(r"(ksoftirqd|kworker|napi)/", name):
-                st = open(comm[:-4] + "stat").read()
-                fields = st[st.rindex(")") + 2:].split()
-                if fields[38] != "0":  # policy (field 41)
-                    prio.append((name, fields[38], fields[37]))
-        except (OSError, IndexError, ValueError):
-            pass
-    s["kthread_policies"] = sorted(prio)
-    rps = {}
-    for f in glob.glob("/sys/class/net/*/queues/rx-*/rps_cpus"):
-        try:
-            rps[f] = open(f).read().strip()
-        except OSError:
-            pass
-    s["rps"] = rps
-    s["tmp"] = sorted(glob.glob("/tmp/krepro-*") + glob.glob("/var/tmp/krepro-*"))
-    return s
 
 
 def validate_json(out, code, what):
@@ -116,7 +84,7 @@ def contract(prog):
         check(out == "", f"{args}: printed a report: {out[:100]!r}")
         lines = err.strip().split("\n")
         check(len(lines) == 1 and lines[0].startswith(name + ":"), f"{args}: not one line on stderr: {err!r}")
-    check(snapshot() == before, "bad usage changed the machine")
+    check(not diff(before, snapshot()), f"bad usage changed the machine: {diff(before, snapshot())}")
 
     # the ERROR path: another run holds the lock
     with tempfile.TemporaryDirectory(prefix="krepro-contract-") as rundir:
@@ -145,7 +113,7 @@ def contract(prog):
                 validate_json(out, code, "not root")
             else:
                 validate_tap(out, code, name, "not root")
-        check(snapshot() == before, "the not-root run changed the machine")
+        check(not diff(before, snapshot()), f"the not-root run changed the machine: {diff(before, snapshot())}")
 
 
 def kernel(prog):
@@ -164,9 +132,8 @@ def kernel(prog):
                 print(d.get("verdict_line"))
         else:
             validate_tap(out, code, name, "default run")
-        after = snapshot()
-        check(after == before, f"the machine changed: {dict(set(after.items() if False else []))}" if after == before else
-              "the machine changed: " + ", ".join(k for k in before if before[k] != after.get(k)))
+        changed = diff(before, snapshot())
+        check(not changed, f"the machine changed: {changed}")
 
 
 def main():

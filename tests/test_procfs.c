@@ -69,6 +69,9 @@ static void test_cpu_stat(void **state)
 	assert_int_equal(v, 2500000);
 	assert_int_equal(kr_kv_get(v2, "burst_usec", &v), 0);
 	assert_int_equal(v, 1200);
+	/* a longer key with the same prefix before the real one is skipped, not taken */
+	assert_int_equal(kr_kv_get("throttled_usec 400000\nthrottled 7\n", "throttled", &v), 0);
+	assert_int_equal(v, 7);
 	/* the order of keys does not matter, and a key in a value is not a key */
 	assert_int_equal(kr_kv_get("a 1\nb 2\nc b\n", "b", &v), 0);
 	assert_int_equal(v, 2);
