@@ -134,18 +134,6 @@ static void env_cgroups(void)
 	       cg.v1_cpu[0] ? cg.v1_cpu : "(none)", cg.v1_cpuacct[0] ? cg.v1_cpuacct : "(none)");
 }
 
-static const char *policy_name(int policy)
-{
-	switch (policy) {
-	case SCHED_OTHER: return "TS";
-	case SCHED_FIFO: return "FF";
-	case SCHED_RR: return "RR";
-	case SCHED_BATCH: return "B";
-	case SCHED_IDLE: return "IDL";
-	default: return "DLN";
-	}
-}
-
 /* ksoftirqd, kworker and napi threads: all SCHED_OTHER is one short line */
 static void env_thread_policies(void)
 {
@@ -164,7 +152,7 @@ static void env_thread_policies(void)
 				other++;
 			else if (o < sizeof(rt) - 64)
 				o += (size_t)snprintf(rt + o, sizeof(rt) - o, " %s=%s%d", t.comm,
-						      policy_name(t.policy), t.rt_priority);
+						      kr_policy_short(t.policy), t.rt_priority);
 		}
 		char key[32];
 		snprintf(key, sizeof(key), "threads_%.*s", (int)strcspn(globs[g], "/"), globs[g]);

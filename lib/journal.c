@@ -14,6 +14,7 @@
  *   rmdir <path>
  *   unlink <path>
  *   sched <tid> <starttime> <policy> <prio>
+ *   hwtstamp <ifname> <tx_type> <rx_filter>   (SIOCSHWTSTAMP of a NIC in the root namespace)
  *   child <pid> <starttime>       (the measuring child: waited for before a stale restore)
  */
 #include "krepro.h"
@@ -25,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <net/if.h>
+#include <linux/net_tstamp.h>
+#include <linux/sockios.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,6 +212,38 @@ int kr_journal_sched(pid_t tid, int policy, int prio)
 	return kr_set_sched(tid, policy, prio);
 }
 
+/* SIOCGHWTSTAMP/SIOCSHWTSTAMP on ifname (root network namespace); set: 1 to set cfg */
+static int hwtstamp_ioctl(const char *ifname, struct hwtstamp_config *cfg, bool set)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	ifr.ifr_data = (void *)cfg;
+	int r = ioctl(fd, set ? SIOCSHWTSTAMP : SIOCGHWTSTAMP, &ifr);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter)
+{
+	struct hwtstamp_config old = { 0 }, cfg = { .tx_type = tx_type, .rx_filter = rx_filter };
+	char name[64];
+
+	/* a driver without SIOCGHWTSTAMP: assume stamping was off, the usual default */
+	if (hwtstamp_ioctl(ifname, &old, false) < 0)
+		old = (struct hwtstamp_config){ .tx_type = HWTSTAMP_TX_OFF, .rx_filter = HWTSTAMP_FILTER_NONE };
+	journal_escape(ifname, name, sizeof(name));
+	if (journal_append("hwtstamp\t%s\t%d\t%d\n", name, old.tx_type, old.rx_filter) < 0)
+		return -1;
+	return hwtstamp_ioctl(ifname, &cfg, true);
+}
+
 /* A cgroup cannot be removed while tasks are in it: move stragglers to the parent. */
 static int remove_cgroup_dir(const char *path)
 {
@@ -271,6 +309,12 @@ static int journal_undo_line(char *line, bool verbose)
 		if (verbose)
 			fprintf(stderr, "krepro: restore policy %s prio %s of task %d%s\n", f[3], f[4],
 				(int)tid, r ? " FAILED" : "");
+	} else if (!strcmp(f[0], "hwtstamp") && n == 4) {
+		struct hwtstamp_config cfg = { .tx_type = atoi(f[2]), .rx_filter = atoi(f[3]) };
+		r = hwtstamp_ioctl(f[1], &cfg, true) < 0 && errno != ENODEV ? -1 : 0;
+		if (verbose)
+			fprintf(stderr, "krepro: restore hardware timestamping of %s (tx %s, rx %s)%s\n",
+				f[1], f[2], f[3], r ? " FAILED" : "");
 	} else if (strcmp(f[0], "krepro-journal") && strcmp(f[0], "child") && *f[0]) {
 		fprintf(stderr, "krepro: journal: unknown entry '%s'\n", f[0]);
 		r = -1;

@@ -237,6 +237,8 @@ int kr_nr_cpus_online(void);
 int kr_online_cpus(cpu_set_t *set);
 int kr_pin_self(int cpu);		/* calling thread */
 int kr_set_sched(pid_t tid, int policy, int prio); /* own threads: no journal */
+const char *kr_policy_name(int policy);	 /* "SCHED_FIFO" */
+const char *kr_policy_short(int policy); /* "FF", as ps -o cls */
 /* start a thread pinned to cpu (-1: unpinned) with policy/prio set before it runs */
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg);
 pid_t kr_gettid(void);
@@ -260,6 +262,8 @@ int kr_journal_mkdir(const char *path, mode_t mode);
 int kr_journal_unlink(const char *path);
 /* Set another task's policy/prio, journaling the old one (matched by starttime on restore). */
 int kr_journal_sched(pid_t tid, int policy, int prio);
+/* SIOCSHWTSTAMP on a NIC of the root namespace, journaling its current config. */
+int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter);
 /* Restore everything journaled so far, in reverse, and empty the journal. Returns the number
  * of entries that could not be restored. */
 int kr_journal_restore(void);

@@ -483,6 +483,33 @@ int kr_pin_self(int cpu)
 	return sched_setaffinity(0, sizeof(s), &s);
 }
 
+const char *kr_policy_name(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "SCHED_OTHER";
+	case SCHED_FIFO: return "SCHED_FIFO";
+	case SCHED_RR: return "SCHED_RR";
+	case SCHED_BATCH: return "SCHED_BATCH";
+	case SCHED_IDLE: return "SCHED_IDLE";
+	case 6: return "SCHED_DEADLINE";
+	}
+	return "SCHED_?";
+}
+
+/* as ps -o cls prints it */
+const char *kr_policy_short(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "TS";
+	case SCHED_FIFO: return "FF";
+	case SCHED_RR: return "RR";
+	case SCHED_BATCH: return "B";
+	case SCHED_IDLE: return "IDL";
+	case 6: return "DLN";
+	}
+	return "?";
+}
+
 int kr_set_sched(pid_t tid, int policy, int prio)
 {
 	struct sched_param sp = { .sched_priority = prio };
