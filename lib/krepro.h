@@ -128,7 +128,9 @@ int kr_parse_choice(const char *opt, const char *s, const char *choices);
 /* format a CPU set as a list "0-3,5" */
 char *kr_format_cpulist(const cpu_set_t *set, char *buf, size_t len);
 
-/* ---- report (buffered; printed by kr_verdict/kr_skip/kr_error) ---- */
+/* ---- report (buffered; printed by kr_verdict/kr_skip/kr_error) ----
+ * kr_say() adds lines of human text (a blank line: kr_say("%s", "")); kr_measure() the same
+ * numbers raw for JSON; keep text within 72 columns so it pastes into an email. */
 void kr_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kr_param(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kr_env(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

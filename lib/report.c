@@ -257,6 +257,8 @@ static void format_value(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.1f", v);
 	else if (a >= 1 || a == 0)
 		snprintf(buf, len, "%.2f", v);
+	else if (a >= 0.1)
+		snprintf(buf, len, "%.3f", v); /* 0.9996 is "1.000", never a bare "1" */
 	else
 		snprintf(buf, len, "%.3g", v);
 }
@@ -477,7 +479,8 @@ int kr_inconclusive(double value, const char *reason_fmt, ...)
 	why = kr_vfmt(reason_fmt, ap);
 	va_end(ap);
 	char *reason = NULL;
-	if (asprintf(&reason, "inconclusive (%s):", why) < 0)
+	/* without a value there is no "metric=value" to introduce */
+	if (asprintf(&reason, isfinite(value) ? "inconclusive (%s):" : "inconclusive (%s)", why) < 0)
 		abort();
 	int r = report_finish(KR_SKIP, KR_EXIT_SKIP, value, reason, NULL);
 	free(reason);

@@ -1,0 +1,920 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: hwts - wakeup latency of CPU idle states, split with SO_TIMESTAMPING.
+ *
+ * A CPU that sleeps in a deep idle state between packets pays the state's exit latency
+ * (C6: 100-300 us) before the woken receiver runs. The original investigation saw
+ * kernel->user latency (recvmsg return minus the kernel's RX software timestamp) go from
+ * ~10 us to ~100 us on hosts whose C6 exit costs 290 us; disabling C6 cut the RTT by 85 %.
+ *
+ * UDP packets go from a sender thread to a receiver thread pinned to --cpu and blocked in
+ * recvmsg, across a veth pair between two private network namespaces (or their loopback),
+ * or across a real interface to a reflector on another host (--peer / --listen). The
+ * spacing (10 ms) lets the receiver CPU go idle. Each packet is stamped: TX in the sender's
+ * error queue (SCHED = qdisc, SOFTWARE = driver, HARDWARE = NIC, matched by OPT_ID), RX by
+ * the kernel (SOFTWARE, HARDWARE) and by the receiver when recvmsg returns.
+ *
+ * Two conditions with the same packet count, interleaved in rounds to cancel host drift:
+ * "idle" (nothing else on the receiver CPU) and "awake", where deep idle is prevented by
+ * holding /dev/cpu_dma_latency at 0 (PM QoS: the governor then only polls), or, where no
+ * cpuidle state exists to avoid (idle is a plain HLT), by a SCHED_IDLE spinner on the
+ * receiver CPU. --per-state adds one "idle" run per cpuidle state with that state disabled.
+ * The metric is the kernel->user p50 added by idling: p50(idle) - p50(awake).
+ */
+#include "krepro.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/errqueue.h>
+#include <linux/ethtool.h>
+#include <linux/net_tstamp.h>
+#include <linux/sockios.h>
+#include <math.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HW_MAGIC 0x68777473U
+#define HW_STOP_SEQ 0xffffffffU
+#define HW_MAX_STATES 10
+#define HW_MAX_CONDS (2 + HW_MAX_STATES)
+#define HW_ROUNDS 5 /* blocks per condition, interleaved ABBA */
+#define CPUIDLE "/sys/devices/system/cpu/cpuidle"
+
+enum hw_path { HW_PATH_VETH, HW_PATH_LO, HW_PATH_IFACE };
+enum hw_awake { HW_AWAKE_AUTO, HW_AWAKE_PMQOS, HW_AWAKE_SPIN };
+enum hw_kind { HW_IDLE, HW_PMQOS, HW_SPIN, HW_NOSTATE };
+
+static struct {
+	enum hw_path path;
+	int64_t spacing_ns;
+	long packets; /* per condition; 0: from --duration */
+	enum hw_awake awake;
+	bool per_state, listen;
+	const char *iface, *peer;
+	long port;
+} cfg = { .spacing_ns = 10000000, .port = 7469 };
+
+static const struct kr_option hwts_options[] = {
+	{ "path", "veth|lo", "packet path between two private namespaces (default veth)" },
+	{ "spacing", "DUR", "time between packets (default 10ms; 100us-1s)" },
+	{ "packets", "N", "packets per condition (default: --duration / 2 / spacing)" },
+	{ "awake", "auto|pmqos|spin", "how the awake condition keeps the CPU from idling" },
+	{ "per-state", NULL, "also run idle with each cpuidle state disabled in turn" },
+	{ "iface", "IF", "real interface toward --peer (hardware stamps if supported)" },
+	{ "peer", "IPV4", "address of a host running hwts --listen" },
+	{ "listen", NULL, "reflect packets back to their sender (the remote side)" },
+	{ "port", "N", "UDP port of --listen (default 7469; replies to port+1)" },
+	{ NULL, NULL, NULL },
+};
+
+/* one cpuidle state of the receiver CPU */
+struct hw_state {
+	char name[32], disable[8];
+	long latency_us, residency_us;
+};
+
+struct hw_cond {
+	char name[16];
+	enum hw_kind kind;
+	int state;			   /* HW_NOSTATE: the disabled state */
+	uint64_t entries[HW_MAX_STATES];   /* state usage delta during its blocks */
+	long sent;
+};
+
+/* CLOCK_REALTIME ns stamps of one packet, 0 = not seen */
+struct hw_sample {
+	int cond, rep;
+	bool warmup;
+	int64_t t_send, tx_sched, tx_sw, tx_hw, rx_sw, rx_hw, rx_user;
+};
+
+struct hw_pkt {
+	uint32_t magic, seq;
+	uint16_t reply_port, pad16;
+	uint32_t pad32;
+	int64_t t_send;
+};
+
+static struct hw_state states[HW_MAX_STATES];
+static int nstates, rx_cpu, tx_cpu;
+static struct hw_cond conds[HW_MAX_CONDS];
+static int nconds;
+static struct hw_sample *samples;
+static uint32_t nsamples;
+static atomic_bool spin_stop, rx_stop;
+static int pmqos_fd = -1;
+
+/* ---- the verdict rule and its inputs (unit-tested) ---- */
+
+/* FAIL when idling adds more than threshold_us to the kernel->user median. */
+static enum kr_verdict hwts_rule(double idle_p50_us, double awake_p50_us, double threshold_us)
+{
+	if (!isfinite(idle_p50_us) || !isfinite(awake_p50_us))
+		return KR_ERROR;
+	return idle_p50_us - awake_p50_us > threshold_us ? KR_FAIL : KR_PASS;
+}
+
+/* A state a CPU can idle in: POLL (a busy loop, exit latency 0) does not count. */
+static bool hwts_has_idle_states(const struct hw_state *st, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(st[i].name, "POLL") != 0)
+			return true;
+	return false;
+}
+
+/* ---- options ---- */
+static int hwts_parse(int index, const char *arg)
+{
+	int i;
+
+	switch (index) {
+	case 0:
+		if ((i = kr_parse_choice("--path", arg, "veth|lo")) < 0)
+			return -1;
+		cfg.path = (enum hw_path)i;
+		return 0;
+	case 1:
+		return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000,
+					    &cfg.spacing_ns);
+	case 2:
+		return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
+	case 3:
+		if ((i = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0)
+			return -1;
+		cfg.awake = (enum hw_awake)i;
+		return 0;
+	case 4: cfg.per_state = true; return 0;
+	case 5:
+		if (!*arg || strlen(arg) >= IFNAMSIZ)
+			return kr_usage_error("--iface: expected an interface name (< %d chars)", IFNAMSIZ);
+		cfg.iface = arg;
+		return 0;
+	case 6: {
+		struct in_addr a;
+		if (inet_pton(AF_INET, arg, &a) != 1)
+			return kr_usage_error("--peer: expected an IPv4 address, got '%s'", arg);
+		cfg.peer = arg;
+		return 0;
+	}
+	case 7: cfg.listen = true; return 0;
+	case 8: return kr_parse_long("--port", arg, 1, 65534, &cfg.port);
+	}
+	return -1;
+}
+
+static int hwts_validate(const struct kr_opts *o)
+{
+	(void)o;
+	if (cfg.peer && cfg.listen)
+		return kr_usage_error("--peer and --listen: one side listens, the other measures");
+	if (cfg.iface && !cfg.peer && !cfg.listen)
+		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
+	if (cfg.peer || cfg.listen)
+		cfg.path = HW_PATH_IFACE;
+	return 0;
+}
+
+/* ---- cpuidle ---- */
+static void state_path(char *buf, size_t len, int cpu, int k, const char *file)
+{
+	snprintf(buf, len, "/sys/devices/system/cpu/cpu%d/cpuidle/state%d/%s", cpu, k, file);
+}
+
+static int read_states(int cpu)
+{
+	char p[160], v[64];
+	int n = 0;
+
+	for (; n < HW_MAX_STATES; n++) {
+		struct hw_state *s = &states[n];
+		state_path(p, sizeof(p), cpu, n, "name");
+		if (kr_read_file(p, s->name, sizeof(s->name)) < 0)
+			break;
+		state_path(p, sizeof(p), cpu, n, "latency");
+		s->latency_us = kr_read_file(p, v, sizeof(v)) < 0 ? -1 : atol(v);
+		state_path(p, sizeof(p), cpu, n, "residency");
+		s->residency_us = kr_read_file(p, v, sizeof(v)) < 0 ? -1 : atol(v);
+		state_path(p, sizeof(p), cpu, n, "disable");
+		if (kr_read_file(p, s->disable, sizeof(s->disable)) < 0)
+			snprintf(s->disable, sizeof(s->disable), "?");
+	}
+	return n;
+}
+
+static void read_usage(int cpu, uint64_t *usage)
+{
+	char p[160];
+
+	for (int k = 0; k < nstates; k++) {
+		state_path(p, sizeof(p), cpu, k, "usage");
+		if (kr_read_u64(p, &usage[k]) < 0)
+			usage[k] = 0;
+	}
+}
+
+/* ---- conditions ---- */
+static void *spinner(void *arg)
+{
+	(void)arg;
+	/* SCHED_IDLE: runs only when the CPU would otherwise idle; any wakeup preempts it */
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+		__asm__ __volatile__("" ::: "memory");
+	return NULL;
+}
+
+static pthread_t spin_thread;
+
+static int cond_enter(const struct hw_cond *c)
+{
+	char p[160];
+
+	switch (c->kind) {
+	case HW_IDLE:
+		return 0;
+	case HW_SPIN:
+		atomic_store(&spin_stop, false);
+		if (kr_thread_start(&spin_thread, rx_cpu, SCHED_IDLE, 0, spinner, NULL) < 0)
+			return -1;
+		kr_sleep_ns(2000000); /* let it reach the CPU */
+		return 0;
+	case HW_PMQOS: {
+		/* held while open; closing the fd (or dying) drops the request: nothing to journal */
+		int32_t zero = 0;
+		pmqos_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+		if (pmqos_fd < 0 || write(pmqos_fd, &zero, sizeof(zero)) != sizeof(zero))
+			return -1;
+		kr_sleep_ns(2000000);
+		return 0;
+	}
+	case HW_NOSTATE:
+		state_path(p, sizeof(p), rx_cpu, c->state, "disable");
+		return kr_journal_write(p, "1");
+	}
+	return -1;
+}
+
+static void cond_leave(const struct hw_cond *c)
+{
+	char p[160];
+
+	if (c->kind == HW_SPIN) {
+		atomic_store(&spin_stop, true);
+		pthread_join(spin_thread, NULL);
+	} else if (c->kind == HW_PMQOS && pmqos_fd >= 0) {
+		close(pmqos_fd);
+		pmqos_fd = -1;
+	} else if (c->kind == HW_NOSTATE) {
+		state_path(p, sizeof(p), rx_cpu, c->state, "disable");
+		if (kr_journal_write(p, states[c->state].disable) < 0)
+			kr_warn("cannot re-enable %s: %s (restored at exit)", p, strerror(errno));
+	}
+}
+
+/* ---- hardware timestamping ---- */
+struct hw_caps {
+	bool rx, tx;
+	char why[160];
+};
+
+static void query_caps(int nsfd, const char *ifname, struct hw_caps *c)
+{
+	struct ethtool_ts_info ti = { .cmd = ETHTOOL_GET_TS_INFO };
+
+	memset(c, 0, sizeof(*c));
+	if (kr_netns_ethtool(nsfd, ifname, &ti) < 0) {
+		snprintf(c->why, sizeof(c->why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
+			 ifname, strerror(errno));
+		return;
+	}
+	c->rx = (ti.so_timestamping & SOF_TIMESTAMPING_RX_HARDWARE) &&
+		(ti.rx_filters & (1u << HWTSTAMP_FILTER_ALL));
+	c->tx = (ti.so_timestamping & SOF_TIMESTAMPING_TX_HARDWARE) &&
+		(ti.tx_types & (1u << HWTSTAMP_TX_ON));
+	if (!c->rx && !c->tx)
+		snprintf(c->why, sizeof(c->why),
+			 "unsupported by %s (so_timestamping %#x, phc %d)", ifname,
+			 ti.so_timestamping, ti.phc_index);
+}
+
+/* hardware stamping on the NIC for the run: journaled, restored however the run ends */
+static int hwcfg_enable(const struct hw_caps *c)
+{
+	return kr_journal_hwtstamp(cfg.iface, c->tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
+				   c->rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE);
+}
+
+/* ---- sockets ---- */
+static int set_tstamping(int fd, bool rx, bool hw)
+{
+	int flags = SOF_TIMESTAMPING_SOFTWARE;
+
+	if (rx)
+		flags |= SOF_TIMESTAMPING_RX_SOFTWARE | (hw ? SOF_TIMESTAMPING_RX_HARDWARE : 0);
+	else
+		flags |= SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE |
+			 SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY |
+			 (hw ? SOF_TIMESTAMPING_TX_HARDWARE : 0);
+	if (hw)
+		flags |= SOF_TIMESTAMPING_RAW_HARDWARE;
+	return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags));
+}
+
+static struct sockaddr_in inaddr(const char *ip, long port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	if (ip)
+		inet_pton(AF_INET, ip, &a.sin_addr);
+	return a;
+}
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/* the SCM_TIMESTAMPING stamps of a message: [0] software, [2] raw hardware */
+static const struct scm_timestamping *find_stamps(struct msghdr *m, struct sock_extended_err **ee)
+{
+	const struct scm_timestamping *ts = NULL;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING)
+			ts = (const struct scm_timestamping *)CMSG_DATA(c);
+		else if (ee && c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR)
+			*ee = (struct sock_extended_err *)CMSG_DATA(c);
+	}
+	return ts;
+}
+
+/* TX stamps from the sender's error queue; OPT_ID numbers sends from 0, as seq does */
+static void drain_errqueue(int fd)
+{
+	for (;;) {
+		char ctrl[512];
+		struct msghdr m = { .msg_control = ctrl, .msg_controllen = sizeof(ctrl) };
+		struct sock_extended_err *ee = NULL;
+		if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		const struct scm_timestamping *ts = find_stamps(&m, &ee);
+		if (!ts || !ee || ee->ee_origin != SO_EE_ORIGIN_TIMESTAMPING || ee->ee_data >= nsamples)
+			continue;
+		struct hw_sample *s = &samples[ee->ee_data];
+		if (ts->ts[2].tv_sec || ts->ts[2].tv_nsec)
+			s->tx_hw = ts_ns(&ts->ts[2]);
+		else if (ee->ee_info == SCM_TSTAMP_SCHED)
+			s->tx_sched = ts_ns(&ts->ts[0]);
+		else if (ee->ee_info == SCM_TSTAMP_SND)
+			s->tx_sw = ts_ns(&ts->ts[0]);
+	}
+}
+
+static void *receiver(void *arg)
+{
+	int fd = *(int *)arg;
+
+	for (;;) {
+		char ctrl[512];
+		struct hw_pkt p;
+		struct iovec iov = { &p, sizeof(p) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+				    .msg_controllen = sizeof(ctrl) };
+		struct timespec now;
+		ssize_t r = recvmsg(fd, &m, 0);
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (r < 0) {
+			if ((errno == EAGAIN || errno == EINTR) && !atomic_load(&rx_stop))
+				continue;
+			return NULL;
+		}
+		if (r != sizeof(p) || p.magic != HW_MAGIC)
+			continue;
+		if (p.seq == HW_STOP_SEQ)
+			return NULL;
+		if (p.seq >= nsamples)
+			continue;
+		struct hw_sample *s = &samples[p.seq];
+		s->rx_user = ts_ns(&now);
+		const struct scm_timestamping *ts = find_stamps(&m, NULL);
+		if (ts) {
+			s->rx_sw = ts_ns(&ts->ts[0]);
+			s->rx_hw = ts_ns(&ts->ts[2]);
+		}
+	}
+}
+
+/* --listen: echo every packet to its sender's reply port until the stop packet */
+static int reflect(const struct kr_opts *o)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in me = inaddr(NULL, cfg.port);
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	long n = 0;
+
+	kr_param("mode", "listen");
+	kr_param("port", "%ld", cfg.port);
+	if (fd < 0 || (cfg.iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface,
+					       (socklen_t)strlen(cfg.iface)) < 0) ||
+	    bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return kr_error("listen on port %ld: %s", cfg.port, strerror(errno));
+	int64_t deadline = kr_now_ns() + (int64_t)(o->duration_s * 1e9);
+	while (kr_now_ns() < deadline) {
+		struct hw_pkt p;
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		if (recvfrom(fd, &p, sizeof(p), 0, (struct sockaddr *)&from, &fl) != sizeof(p) ||
+		    p.magic != HW_MAGIC)
+			continue;
+		from.sin_port = htons(p.reply_port);
+		sendto(fd, &p, sizeof(p), 0, (struct sockaddr *)&from, sizeof(from));
+		if (p.seq == HW_STOP_SEQ)
+			break;
+		n++;
+	}
+	close(fd);
+	kr_measure("reflected", (double)n);
+	kr_say("reflected %ld packets", n);
+	return kr_skip(KR_EXIT_SKIP_MACHINE, "listen mode reflected %ld packets (the verdict is the peer's)", n);
+}
+
+/* ---- statistics ---- */
+enum hw_seg { SEG_K2U, SEG_STACK, SEG_NIC2K, SEG_TXQ, SEG_TXDRV, SEG_TXNIC, SEG_U2U, NSEG };
+static const char *const seg_name[NSEG] = {
+	"kernel->user", "driver->kernel", "NIC->kernel", "user->qdisc",
+	"user->driver", "user->NIC", "user->user",
+};
+static const char *const seg_key[NSEG] = {
+	"kernel_to_user", "driver_to_kernel", "nic_to_kernel", "user_to_qdisc",
+	"user_to_driver", "user_to_nic", "user_to_user",
+};
+
+/* one segment of one sample in us, NAN when a stamp is missing */
+static double seg_us(const struct hw_sample *s, enum hw_seg g)
+{
+	int64_t a = 0, b = 0;
+
+	switch (g) {
+	case SEG_K2U: a = s->rx_sw; b = s->rx_user; break;
+	case SEG_STACK: a = s->tx_sw; b = s->rx_sw; break;
+	case SEG_NIC2K: a = s->rx_hw; b = s->rx_sw; break;
+	case SEG_TXQ: a = s->t_send; b = s->tx_sched; break;
+	case SEG_TXDRV: a = s->t_send; b = s->tx_sw; break;
+	case SEG_TXNIC: a = s->t_send; b = s->tx_hw; break;
+	case SEG_U2U: a = s->t_send; b = s->rx_user; break;
+	default: break;
+	}
+	/* a round trip through --peer is not one way: stack and user->user include the peer */
+	if (!a || !b)
+		return NAN;
+	return (double)(b - a) / 1000.0;
+}
+
+struct hw_pct {
+	size_t n;
+	double p50, p90, p99, max;
+};
+
+/* percentiles of segment g over condition c (rep < 0: all repeats) */
+static struct hw_pct pct(int c, int rep, enum hw_seg g, double *buf)
+{
+	struct hw_pct r = { 0, NAN, NAN, NAN, NAN };
+	struct kr_stats st;
+
+	for (uint32_t i = 0; i < nsamples; i++) {
+		const struct hw_sample *s = &samples[i];
+		if (s->cond != c || s->warmup || (rep >= 0 && s->rep != rep))
+			continue;
+		double v = seg_us(s, g);
+		if (isfinite(v))
+			buf[r.n++] = v;
+	}
+	if (!r.n)
+		return r;
+	kr_stats(buf, r.n, &st);
+	r.p50 = kr_percentile(buf, r.n, 50);
+	r.p90 = kr_percentile(buf, r.n, 90);
+	r.p99 = kr_percentile(buf, r.n, 99);
+	r.max = st.max;
+	return r;
+}
+
+/* ---- the measurement ---- */
+static uint32_t next_seq;
+
+static int send_block(int txfd, const struct sockaddr_in *dst, int c, int rep, long count)
+{
+	int64_t t = kr_now_ns() + cfg.spacing_ns;
+
+	/* count + 1 packets: the first after a switch of condition is a warmup */
+	for (long i = 0; i <= count && next_seq < nsamples; i++, t += cfg.spacing_ns) {
+		struct hw_sample *s = &samples[next_seq];
+		struct hw_pkt p = { .magic = HW_MAGIC, .seq = next_seq,
+				    .reply_port = (uint16_t)(cfg.port + 1) };
+		struct timespec now;
+		kr_sleep_until_ns(t);
+		s->cond = c;
+		s->rep = rep;
+		s->warmup = i == 0;
+		clock_gettime(CLOCK_REALTIME, &now);
+		p.t_send = s->t_send = ts_ns(&now);
+		if (sendto(txfd, &p, sizeof(p), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
+			return kr_error("sendto: %s", strerror(errno));
+		next_seq++;
+		conds[c].sent++;
+		drain_errqueue(txfd);
+	}
+	return 0;
+}
+
+/* the receiver CPU (--cpu, default the last online one), the sender on another */
+static int choose_cpus(const struct kr_opts *o)
+{
+	cpu_set_t on;
+
+	if (kr_nr_cpus_online() < 2)
+		return -1;
+	kr_online_cpus(&on);
+	rx_cpu = o->cpu;
+	for (int c = CPU_SETSIZE - 1; c >= 0 && rx_cpu < 0; c--)
+		if (CPU_ISSET(c, &on))
+			rx_cpu = c;
+	tx_cpu = -1;
+	for (int c = 0; c < CPU_SETSIZE && tx_cpu < 0; c++)
+		if (CPU_ISSET(c, &on) && c != rx_cpu)
+			tx_cpu = c;
+	return 0;
+}
+
+static void add_cond(const char *name, enum hw_kind kind, int state)
+{
+	struct hw_cond *c = &conds[nconds++];
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%.15s", name);
+	c->kind = kind;
+	c->state = state;
+}
+
+struct hw_net {
+	int txfd, rxfd;
+	struct sockaddr_in dst;
+	char rx_if[IFNAMSIZ];
+	struct hw_caps caps;
+	bool hw;
+};
+
+/* --peer: a real interface toward a reflector; hardware stamps when the NIC has them */
+static int open_peer(struct hw_net *n)
+{
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	struct sockaddr_in me = inaddr(NULL, cfg.port + 1);
+	socklen_t iflen = cfg.iface ? (socklen_t)strlen(cfg.iface) : 0;
+
+	snprintf(n->rx_if, sizeof(n->rx_if), "%s", cfg.iface ? cfg.iface : "(routed)");
+	if (cfg.iface)
+		query_caps(self, cfg.iface, &n->caps);
+	else
+		snprintf(n->caps.why, sizeof(n->caps.why), "not tried (no --iface)");
+	close(self);
+	if (cfg.iface && (n->caps.rx || n->caps.tx)) {
+		if (hwcfg_enable(&n->caps) < 0)
+			return kr_error("SIOCSHWTSTAMP on %s: %s", cfg.iface, strerror(errno));
+		n->hw = true;
+	}
+	n->txfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	n->rxfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	n->dst = inaddr(cfg.peer, cfg.port);
+	if (n->txfd < 0 || n->rxfd < 0 ||
+	    (iflen && setsockopt(n->txfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
+	    (iflen && setsockopt(n->rxfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
+	    bind(n->rxfd, (struct sockaddr *)&me, sizeof(me)) < 0)
+		return kr_error("sockets toward %s: %s", cfg.peer, strerror(errno));
+	return 0;
+}
+
+/* veth or lo between private namespaces held by fds: they vanish with the process */
+static int open_lab(struct hw_net *n)
+{
+	char ifa[IFNAMSIZ];
+	const char *src = "10.77.0.1", *dst = "10.77.0.2";
+	int nsa, nsb;
+
+	snprintf(ifa, sizeof(ifa), "kr%ua", (unsigned)getpid() % 100000u);
+	snprintf(n->rx_if, sizeof(n->rx_if), "kr%ub", (unsigned)getpid() % 100000u);
+	if ((nsa = kr_netns_new()) < 0 || (nsb = kr_netns_new()) < 0)
+		return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
+			       strerror(errno));
+	if (cfg.path == HW_PATH_LO) {
+		close(nsa);
+		nsa = nsb;
+		src = dst = "127.0.0.1";
+		snprintf(n->rx_if, sizeof(n->rx_if), "lo");
+	} else if (kr_veth_create(nsa, ifa, "10.77.0.1/24", nsb, n->rx_if, "10.77.0.2/24") < 0) {
+		return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
+	}
+	query_caps(nsb, n->rx_if, &n->caps);
+	/* virtual devices have no NIC clock: SIOCSHWTSTAMP is never tried on them */
+	if (n->caps.rx || n->caps.tx)
+		snprintf(n->caps.why, sizeof(n->caps.why), "not used on virtual %s", n->rx_if);
+	n->caps.rx = n->caps.tx = false;
+	n->txfd = kr_netns_socket(nsa, AF_INET, SOCK_DGRAM, 0);
+	n->rxfd = kr_netns_socket(nsb, AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in me = inaddr(dst, cfg.port + 1), from = inaddr(src, 0);
+	n->dst = me;
+	if (n->txfd < 0 || n->rxfd < 0 || bind(n->rxfd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
+	    bind(n->txfd, (struct sockaddr *)&from, sizeof(from)) < 0)
+		return kr_error("sockets in the namespaces: %s", strerror(errno));
+	return 0;
+}
+
+/* all conditions, interleaved in rounds (ABBA), the state entries counted per block */
+static int measure(const struct kr_opts *o, struct hw_net *n, long per_block)
+{
+	pthread_t rxt;
+
+	if (kr_pin_self(tx_cpu) < 0 ||
+	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, &n->rxfd) < 0)
+		return kr_error("pinning to cpu%d/cpu%d: %s", tx_cpu, rx_cpu, strerror(errno));
+	for (int rep = 0; rep < o->repeat; rep++) {
+		for (int round = 0; round < HW_ROUNDS; round++) {
+			kr_progress("repeat %d/%d round %d/%d", rep + 1, o->repeat, round + 1, HW_ROUNDS);
+			for (int j = 0; j < nconds; j++) {
+				int c = round % 2 ? nconds - 1 - j : j;
+				uint64_t u0[HW_MAX_STATES], u1[HW_MAX_STATES];
+				if (cond_enter(&conds[c]) < 0)
+					return kr_error("condition %s: %s", conds[c].name, strerror(errno));
+				read_usage(rx_cpu, u0);
+				int r = send_block(n->txfd, &n->dst, c, rep, per_block);
+				read_usage(rx_cpu, u1);
+				cond_leave(&conds[c]);
+				if (r)
+					return r;
+				for (int k = 0; k < nstates; k++)
+					conds[c].entries[k] += u1[k] - u0[k];
+			}
+		}
+	}
+	/* the last packets, then stop the receiver */
+	kr_sleep_ns(50000000);
+	drain_errqueue(n->txfd);
+	struct hw_pkt stop = { .magic = HW_MAGIC, .seq = HW_STOP_SEQ,
+			       .reply_port = (uint16_t)(cfg.port + 1) };
+	atomic_store(&rx_stop, true);
+	sendto(n->txfd, &stop, sizeof(stop), 0, (struct sockaddr *)&n->dst, sizeof(n->dst));
+	pthread_join(rxt, NULL);
+	return 0;
+}
+
+static double per_packet(const struct hw_cond *c, int k)
+{
+	return c->sent ? (double)c->entries[k] / (double)c->sent : 0;
+}
+
+/* the table of segments x conditions, state entries, per-state savings */
+static void report(const char *gov, double *buf)
+{
+	char key[96];
+
+	kr_say("%s", "");
+	kr_say("%-15s %-12s %8s %8s %8s %8s", "segment (us)", "condition", "p50", "p90", "p99", "max");
+	for (int g = 0; g < NSEG; g++) {
+		const char *why = NULL;
+		for (int c = 0; c < nconds; c++) {
+			struct hw_pct q = pct(c, -1, (enum hw_seg)g, buf);
+			if (!q.n) {
+				why = g == SEG_NIC2K ? "no hardware RX stamps" :
+				      g == SEG_TXNIC ? "no hardware TX stamps" : "no stamps";
+				continue;
+			}
+			kr_say("%-15s %-12s %8.1f %8.1f %8.1f %8.1f", c ? "" : seg_name[g],
+			       conds[c].name, q.p50, q.p90, q.p99, q.max);
+			snprintf(key, sizeof(key), "%s_%.15s_p50_us", seg_key[g], conds[c].name);
+			kr_measure(key, q.p50);
+			snprintf(key, sizeof(key), "%s_%.15s_p99_us", seg_key[g], conds[c].name);
+			kr_measure(key, q.p99);
+		}
+		if (why)
+			kr_say("%-15s unavailable: %s", seg_name[g], why);
+	}
+	if (cfg.path == HW_PATH_IFACE)
+		kr_say("(with --peer, driver->kernel and user->user span the round trip)");
+	if (nstates) {
+		kr_say("%s", "");
+		kr_say("state entries per packet on cpu%d:", rx_cpu);
+	}
+	for (int c = 0; nstates && c < nconds; c++) {
+		char line[128];
+		int len = snprintf(line, sizeof(line), "  %-12s", conds[c].name);
+		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++) {
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " s%d %.2f", k,
+					per_packet(&conds[c], k));
+			snprintf(key, sizeof(key), "entries_state%d_%.15s", k, conds[c].name);
+			kr_measure(key, per_packet(&conds[c], k));
+		}
+		kr_say("%s", line);
+	}
+	/* per-state: which state costs latency */
+	for (int c = 2; c < nconds; c++) {
+		int k = conds[c].state;
+		double d = pct(0, -1, SEG_K2U, buf).p50 - pct(c, -1, SEG_K2U, buf).p50;
+		kr_say("disabling state%d (%s) saves %.1f us of kernel->user p50", k, states[k].name, d);
+		/* e.g. the haltpoll governor picks its state without looking at 'disable' */
+		if (per_packet(&conds[c], k) > 0.1)
+			kr_say("  but state%d was still entered %.2f times per packet: governor %s\n"
+			       "  ignores 'disable'", k, per_packet(&conds[c], k), gov);
+		snprintf(key, sizeof(key), "saved_by_disabling_state%d_us", k);
+		kr_measure(key, d);
+	}
+}
+
+static int run(const struct kr_opts *o)
+{
+	char drv[64] = "none", gov[64] = "none", key[64];
+	struct hw_net net = { .txfd = -1 };
+
+	kr_env_standard((const char *const[]){
+		"file:" CPUIDLE "/current_driver", "file:" CPUIDLE "/current_governor_ro",
+		"config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
+	if (cfg.listen)
+		return reflect(o);
+
+	/* requirements first: CPUs, cpuidle, PM QoS */
+	if (choose_cpus(o) < 0)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and receiver)");
+	nstates = read_states(rx_cpu);
+	kr_read_file(CPUIDLE "/current_driver", drv, sizeof(drv));
+	if (kr_read_file(CPUIDLE "/current_governor_ro", gov, sizeof(gov)) < 0)
+		kr_read_file(CPUIDLE "/current_governor", gov, sizeof(gov));
+	bool have_states = hwts_has_idle_states(states, nstates);
+	enum hw_awake awake = cfg.awake;
+	if (awake == HW_AWAKE_AUTO)
+		awake = have_states ? HW_AWAKE_PMQOS : HW_AWAKE_SPIN;
+	if (awake == HW_AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
+		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
+			       strerror(errno));
+	if (cfg.per_state && !have_states)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "--per-state: no cpuidle states on cpu%d", rx_cpu);
+
+	add_cond("idle", HW_IDLE, -1);
+	if (awake == HW_AWAKE_SPIN)
+		add_cond("awake-spin", HW_SPIN, -1);
+	else
+		add_cond("awake-pmqos", HW_PMQOS, -1);
+	for (int k = 0; cfg.per_state && k < nstates && nconds < HW_MAX_CONDS; k++) {
+		if (strcmp(states[k].name, "POLL") && !strcmp(states[k].disable, "0")) {
+			snprintf(key, sizeof(key), "no-state%d", k);
+			add_cond(key, HW_NOSTATE, k);
+		}
+	}
+	long packets = cfg.packets ? cfg.packets
+				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
+	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
+	if ((double)o->repeat * nconds * HW_ROUNDS * (double)(per_block + 1) > 4e6)
+		return kr_error("too many packets: %d repeats x %d conditions x %ld", o->repeat,
+				nconds, per_block * HW_ROUNDS);
+	nsamples = (uint32_t)(o->repeat * nconds * HW_ROUNDS * (per_block + 1));
+	samples = calloc(nsamples, sizeof(*samples));
+	double *buf = malloc(nsamples * sizeof(double));
+	if (!samples || !buf)
+		return kr_error("out of memory for %u samples", nsamples);
+
+	int r = cfg.path == HW_PATH_IFACE ? open_peer(&net) : open_lab(&net);
+	if (r)
+		return r;
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
+	if (set_tstamping(net.rxfd, true, net.hw && net.caps.rx) < 0 ||
+	    set_tstamping(net.txfd, false, net.hw && net.caps.tx) < 0 ||
+	    setsockopt(net.rxfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING refused: %s", strerror(errno));
+
+	kr_param("path", "%s", cfg.path == HW_PATH_VETH ? "veth" : cfg.path == HW_PATH_LO ? "lo" : "iface");
+	kr_param("rx_if", "%s", net.rx_if);
+	if (cfg.peer)
+		kr_param("peer", "%s:%ld", cfg.peer, cfg.port);
+	kr_param("cpu", "%d", rx_cpu);
+	kr_param("sender_cpu", "%d", tx_cpu);
+	kr_param("spacing", "%.3gms", (double)cfg.spacing_ns / 1e6);
+	kr_param("packets", "%ld", per_block * HW_ROUNDS);
+	kr_param("rounds", "%d", HW_ROUNDS);
+	kr_param("awake", "%s", awake == HW_AWAKE_SPIN ? "spin" : "pmqos");
+	kr_param("per_state", "%s", cfg.per_state ? "yes" : "no");
+	kr_param("repeat", "%d", o->repeat);
+	kr_say("cpuidle on cpu%d: driver %s, governor %s", rx_cpu, drv, gov);
+	if (!nstates)
+		kr_say("  no cpuidle states (idle is the architecture default, HLT)");
+	for (int k = 0; k < nstates; k++)
+		kr_say("  state%d %-16.16s exit %4ld us  residency %5ld us  %s", k, states[k].name,
+		       states[k].latency_us, states[k].residency_us,
+		       strcmp(states[k].disable, "0") ? "disabled" : "enabled");
+	kr_measure("cpuidle_states", nstates);
+	kr_measure_str("cpuidle_driver", drv);
+	kr_measure_str("cpuidle_governor", gov);
+	kr_say("hardware stamps: %s", net.hw ? "on" : net.caps.why);
+	kr_measure_str("hardware_timestamps", net.hw ? "on" : net.caps.why);
+
+	if ((r = measure(o, &net, per_block)))
+		return r;
+
+	long lost = 0;
+	kr_csv_open("repeat,condition,seq,warmup,user_to_qdisc_us,user_to_driver_us,user_to_nic_us,"
+		    "driver_to_kernel_us,nic_to_kernel_us,kernel_to_user_us,user_to_user_us");
+	for (uint32_t i = 0; i < next_seq; i++) {
+		const struct hw_sample *s = &samples[i];
+		lost += !s->rx_user;
+		kr_csv_row("%d,%s,%u,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s->rep + 1,
+			   conds[s->cond].name, i, s->warmup, seg_us(s, SEG_TXQ), seg_us(s, SEG_TXDRV),
+			   seg_us(s, SEG_TXNIC), seg_us(s, SEG_STACK), seg_us(s, SEG_NIC2K),
+			   seg_us(s, SEG_K2U), seg_us(s, SEG_U2U));
+	}
+	kr_measure("packets_sent", next_seq);
+	kr_measure("packets_lost", (double)lost);
+	if (lost > (long)next_seq / 10)
+		return kr_error("%ld of %u packets lost", lost, next_seq);
+	report(gov, buf);
+
+	/* the verdict: per repeat, then the vote */
+	enum kr_verdict v[100];
+	int npass, nfail;
+	kr_say("%s", "");
+	for (int rep = 0; rep < o->repeat; rep++) {
+		struct hw_pct qi = pct(0, rep, SEG_K2U, buf), qa = pct(1, rep, SEG_K2U, buf);
+		v[rep] = hwts_rule(qi.p50, qa.p50, o->threshold);
+		if (v[rep] == KR_ERROR)
+			return kr_error("no kernel->user samples in repeat %d", rep + 1);
+		if (o->repeat > 1)
+			kr_say("repeat %d: idle p50 %.1f us, %s p50 %.1f us: %+.1f us", rep + 1,
+			       qi.p50, conds[1].name, qa.p50, qi.p50 - qa.p50);
+		snprintf(key, sizeof(key), "added_by_idle_repeat%d_us", rep + 1);
+		kr_measure(key, qi.p50 - qa.p50);
+	}
+	struct hw_pct qi = pct(0, -1, SEG_K2U, buf), qa = pct(1, -1, SEG_K2U, buf);
+	double metric = qi.p50 - qa.p50, p99 = qi.p99 - qa.p99;
+	free(buf);
+	kr_say("kernel->user added by idling: p50 %+.1f us, p99 %+.1f us", metric, p99);
+	kr_measure("added_by_idle_p50_us", metric);
+	kr_measure("added_by_idle_p99_us", p99);
+	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
+		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
+	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
+	if (!have_states && cfg.awake == HW_AWAKE_AUTO)
+		return kr_skip(KR_EXIT_SKIP_MACHINE,
+			       "no cpuidle states (halt-wakeup penalty p50 %+.1f us, p99 %+.1f us)",
+			       metric, p99);
+	enum kr_verdict final = kr_vote(v, o->repeat, &npass, &nfail);
+	if (final == KR_SKIP)
+		return kr_inconclusive(metric, "%d repeats PASS, %d FAIL", npass, nfail);
+	return kr_verdict(final, metric, "idle_p50=%.1fus awake_p50=%.1fus p99=%+.0fus awake=%s",
+			  qi.p50, qa.p50, p99, awake == HW_AWAKE_SPIN ? "spin" : "pmqos");
+}
+
+static const struct kr_prog prog = {
+	.name = "hwts",
+	.summary = "wakeup latency of idle states, split with SO_TIMESTAMPING",
+	.description =
+		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on --cpu, and\n"
+		"splits their latency with SO_TIMESTAMPING: user->qdisc/driver/NIC (TX stamps\n"
+		"from the error queue), NIC->kernel (hardware RX, when the interface has it) and\n"
+		"kernel->user (recvmsg return minus the RX software stamp). Two conditions with\n"
+		"the same packet count, interleaved in 5 rounds: idle, and awake, where the\n"
+		"receiver CPU is kept out of idle states by /dev/cpu_dma_latency = 0 (pmqos) or\n"
+		"by a SCHED_IDLE spinner (spin; auto picks spin when the CPU has no cpuidle state\n"
+		"besides POLL). Lists the cpuidle states of --cpu and how often each was entered.\n"
+		"Default path: a veth pair between two private namespaces (--path lo: their\n"
+		"loopback); two hosts: 'hwts --listen --duration 600' on one, and\n"
+		"'hwts --iface IF --peer ADDR' on the other. Kernel->user p99 swings with host\n"
+		"noise; the verdict is on p50, p99 is reported.\n"
+		"With no cpuidle states and --awake auto: SKIP 129 'no cpuidle states', with the\n"
+		"halt-wakeup penalty (idle vs spin) still printed. Threshold 100 us: the original\n"
+		"saw kernel->user go from ~10 us to ~100 us where C6 exit costs 290 us.",
+	.example = "hwts --awake spin --cpu 1",
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
+	.metric = "added_by_idle",
+	.unit = "us",
+	.threshold = 100,
+	.threshold_min = 0,
+	.threshold_max = 100000,
+	.rule = "FAIL when kernel->user p50 (idle) - p50 (awake) > threshold",
+	.duration_s = 6,
+	.duration_max_s = 30,
+	.repeat = 1,
+	.options = hwts_options,
+	.parse = hwts_parse,
+	.validate = hwts_validate,
+	.run = run,
+};
+
+int main(int argc, char **argv)
+{
+	return kr_main(&prog, argc, argv);
+}

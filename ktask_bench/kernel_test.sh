@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Runs ktask_bench for real: default PASS, --trigger FAIL, JSON, bad options, more threads
+# than CPUs, and that vm.nr_hugepages, the hugetlb pool, memory and /run/krepro are as
+# before after a normal run and after SIGINT mid-run.
+set -u
+prog=${1:?usage: kernel_test.sh path/to/ktask_bench}
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+[ -w /proc/sys/vm/nr_hugepages ] || { echo "SKIP: no hugetlb"; exit 77; }
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $* (${SECONDS}s)"; }
+mem() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+
+nr0=$(cat /proc/sys/vm/nr_hugepages)
+free0=$(mem MemAvailable)
+
+check_state() { # what every run must leave as it found
+	local when=$1 nr free
+	nr=$(cat /proc/sys/vm/nr_hugepages)
+	[ "$nr" = "$nr0" ] || fail "$when: vm.nr_hugepages $nr, was $nr0"
+	[ "$(mem HugePages_Total)" = "$nr0" ] || fail "$when: HugePages_Total $(mem HugePages_Total)"
+	free=$(mem MemAvailable)
+	# a region left behind would be >= 512 MiB; other work on the machine moves it too
+	[ $((free0 - free)) -lt 409600 ] || fail "$when: MemAvailable ${free} kB, was ${free0} kB"
+	local left
+	left=$(ls /run/krepro 2>/dev/null | grep -v '^lock$')
+	[ -z "$left" ] || fail "$when: left in /run/krepro: $left"
+	ok "$when: state restored (nr_hugepages=$nr)"
+}
+
+# 1. default run: PASS (a run disturbed by other tasks may be inconclusive: retry)
+for try in 1 2 3; do
+	out=$("$prog" --wait 120); rc=$?
+	[ $rc = 125 ] || break
+done
+[ $rc = 0 ] && ok "default PASS: $(echo "$out" | tail -1)" || fail "default rc=$rc: $(echo "$out" | tail -1)"
+echo "$out" | grep -q '^hugetlb: ' && echo "$out" | grep -q '^thp: ' && echo "$out" | grep -q '^4k: ' ||
+	fail "default run lacks a table of hugetlb, thp and 4k"
+check_state "default run"
+
+# 2. positive control: threads fallocate() one hugetlbfs file, serialised by inode_lock
+out=$("$prog" --wait 120 --trigger --repeat 3); rc=$?
+[ $rc = 1 ] && ok "--trigger FAIL: $(echo "$out" | tail -1)" || fail "--trigger rc=$rc: $(echo "$out" | tail -1)"
+check_state "--trigger run"
+
+# 3. JSON parses, and says what it could not test with more threads than CPUs
+out=$("$prog" --wait 120 --format=json --pages thp --threads 3 --repeat 2); rc=$?
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "efficiency" in d["measurements"]' &&
+	ok "json parses (rc=$rc)" || fail "json does not parse"
+echo "$out" | grep -q 'oversubscribe' || fail "--threads 3 does not say it oversubscribes"
+echo "$out" | grep -q 'NUMA placement not exercised' ||
+	[ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] || fail "one node not reported"
+
+# 4. bad values: exit 128 before anything changes
+for bad in "--size 3M" "--size 0" "--chunk 1M" "--threads 1" "--pages 2M" \
+	"--method fallocate --pages thp" "--trigger --method populate" "--size 64M --chunk 128M"; do
+	# shellcheck disable=SC2086
+	"$prog" --wait 120 $bad >/dev/null 2>&1; rc=$?
+	[ $rc = 128 ] || fail "$bad: rc=$rc, want 128"
+done
+ok "bad options rejected"
+
+# 5. SIGINT mid-run, with the hugetlb pool reserved
+"$prog" --wait 120 --pages hugetlb --size 1G --repeat 100 --duration 60 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+	[ "$(cat /proc/sys/vm/nr_hugepages)" != "$nr0" ] && break
+	sleep 0.05
+done
+[ "$(cat /proc/sys/vm/nr_hugepages)" != "$nr0" ] || fail "the pool was never reserved"
+sleep 0.5
+kill -INT $pid
+wait $pid; rc=$?
+[ $rc = 128 ] && ok "SIGINT: rc=128" || fail "SIGINT: rc=$rc, want 128"
+check_state "after SIGINT"
+
+[ $fails = 0 ] || exit 1

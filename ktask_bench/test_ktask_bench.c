@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: unit tests of ktask_bench's verdict rule, thread points and --pages parser.
+ */
+#define main ktask_bench_main
+#include "ktask_bench.c"
+#undef main
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+static void rule_perfect_scaling_passes(void **state)
+{
+	double eff;
+	(void)state;
+	assert_int_equal(ktask_rule(1.0, 0.5, 2, 0, 0.7, &eff), KR_PASS);
+	assert_true(fabs(eff - 1.0) < 1e-12);
+}
+
+static void rule_at_threshold_passes_just_below_fails(void **state)
+{
+	double eff;
+	(void)state;
+	/* 2 threads, threshold 0.75: speedup 1.5 is exactly at the limit */
+	assert_int_equal(ktask_rule(1.5, 1.0, 2, 0, 0.75, &eff), KR_PASS);
+	assert_true(fabs(eff - 0.75) < 1e-12);
+	assert_int_equal(ktask_rule(1.499, 1.0, 2, 0, 0.75, &eff), KR_FAIL);
+}
+
+static void rule_serialised_threads_fail(void **state)
+{
+	double eff;
+	(void)state;
+	/* inode_lock: two threads take as long as one */
+	assert_int_equal(ktask_rule(1.0, 1.0, 2, 0, 0.7, &eff), KR_FAIL);
+	assert_true(fabs(eff - 0.5) < 1e-12);
+	/* 4 threads at 2.5x: 0.625 */
+	assert_int_equal(ktask_rule(1.0, 0.4, 4, 0, 0.7, &eff), KR_FAIL);
+}
+
+static void rule_rejects_bad_input(void **state)
+{
+	double eff;
+	(void)state;
+	assert_int_equal(ktask_rule(0, 0.5, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_true(isnan(eff));
+	assert_int_equal(ktask_rule(1.0, 0, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(NAN, 0.5, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, INFINITY, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, 0.5, 1, 0, 0.7, &eff), KR_SKIP);
+}
+
+static void rule_disturbed_repeat_does_not_vote(void **state)
+{
+	double eff;
+	(void)state;
+	/* a serialised-looking repeat while another task held a CPU: no vote */
+	assert_int_equal(ktask_rule(1.0, 1.0, 2, MAX_DELAY + 0.01, 0.7, &eff), KR_SKIP);
+	assert_true(fabs(eff - 0.5) < 1e-12); /* still shown */
+	assert_int_equal(ktask_rule(1.0, 1.0, 2, MAX_DELAY, 0.7, &eff), KR_FAIL);
+	assert_int_equal(ktask_rule(1.0, 0.5, 2, NAN, 0.7, &eff), KR_SKIP);
+}
+
+static void points_powers_of_two_then_max(void **state)
+{
+	int p[MAX_POINTS];
+	(void)state;
+	assert_int_equal(thread_points(2, p), 2);
+	assert_int_equal(p[0], 1);
+	assert_int_equal(p[1], 2);
+	assert_int_equal(thread_points(6, p), 4);
+	assert_int_equal(p[2], 4);
+	assert_int_equal(p[3], 6);
+	assert_int_equal(thread_points(16, p), 5);
+	assert_int_equal(p[4], 16);
+	assert_int_equal(thread_points(MAX_THREADS, p), 9);
+	assert_int_equal(p[8], MAX_THREADS);
+	assert_int_equal(thread_points(255, p), 9);
+	assert_int_equal(p[7], 128);
+	assert_int_equal(p[8], 255);
+}
+
+static void kinds_parse(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_kinds("all"), 7);
+	assert_int_equal(parse_kinds("hugetlb"), 1 << K_HUGETLB);
+	assert_int_equal(parse_kinds("4k,thp"), 1 << K_4K | 1 << K_THP);
+	assert_int_equal(parse_kinds("thp,thp"), 1 << K_THP);
+	assert_int_equal(parse_kinds("thp,2M"), -1);
+	assert_int_equal(parse_kinds(""), -1);
+	assert_int_equal(parse_kinds(","), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rule_perfect_scaling_passes),
+		cmocka_unit_test(rule_at_threshold_passes_just_below_fails),
+		cmocka_unit_test(rule_serialised_threads_fail),
+		cmocka_unit_test(rule_rejects_bad_input),
+		cmocka_unit_test(rule_disturbed_repeat_does_not_vote),
+		cmocka_unit_test(points_powers_of_two_then_max),
+		cmocka_unit_test(kinds_parse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
