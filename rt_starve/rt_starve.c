@@ -75,12 +75,16 @@ struct rtt_summary {
  * either edge, and during the burst, are left out of both sides. */
 enum rs_phase { PHASE_OUT, PHASE_GUARD, PHASE_IN };
 
-static enum rs_phase probe_phase(int64_t sent, int64_t ws, int64_t in_start, int64_t we,
-				 int64_t guard)
+static enum rs_phase probe_phase(int64_t sent, int64_t rtt, int64_t ws, int64_t in_start,
+				 int64_t we, int64_t guard)
 {
 	if (sent >= in_start && sent < we)
 		return PHASE_IN;
 	if (sent >= ws - guard && sent < we + guard)
+		return PHASE_GUARD;
+	/* still outstanding when the burner started (a host stall under a VM delays it): its
+	 * echo waited for the burner too and must not inflate the out-of-window baseline */
+	if (sent < ws && (rtt < 0 || sent + rtt > ws))
 		return PHASE_GUARD;
 	return PHASE_OUT;
 }
@@ -577,7 +581,7 @@ static int run_repeat(struct lab *lab, const struct kr_opts *o, int rep, struct 
 	if (!in || !out)
 		return kr_error("out of memory");
 	for (int i = 0; i < c.n; i++) {
-		enum rs_phase ph = probe_phase(c.p[i].sent, ws, in_start, we, guard);
+		enum rs_phase ph = probe_phase(c.p[i].sent, c.p[i].rtt, ws, in_start, we, guard);
 		double rtt = c.p[i].rtt >= 0 ? (double)c.p[i].rtt / 1e6 : NAN;
 		static const char *const names[] = { "out", "guard", "in" };
 		kr_csv_row("%d,%d,%.3f,%.3f,%s", rep, i, (double)(c.p[i].sent - ws) / 1e6, rtt,

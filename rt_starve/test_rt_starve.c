@@ -67,20 +67,24 @@ static void test_phase(void **state)
 	int64_t ws = 1000 * MS, we = 1500 * MS, guard = 20 * MS;
 
 	/* napi path: the window starts with the burner */
-	assert_int_equal(probe_phase(ws, ws, ws, we, guard), PHASE_IN);
-	assert_int_equal(probe_phase(we - 1, ws, ws, we, guard), PHASE_IN);
-	assert_int_equal(probe_phase(we, ws, ws, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(ws - 1, ws, ws, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(ws - guard, ws, ws, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(ws - guard - 1, ws, ws, we, guard), PHASE_OUT);
-	assert_int_equal(probe_phase(we + guard - 1, ws, ws, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(we + guard, ws, ws, we, guard), PHASE_OUT);
+	assert_int_equal(probe_phase(ws, 100000, ws, ws, we, guard), PHASE_IN);
+	assert_int_equal(probe_phase(we - 1, 100000, ws, ws, we, guard), PHASE_IN);
+	assert_int_equal(probe_phase(we, 100000, ws, ws, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(ws - 1, 100000, ws, ws, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(ws - guard, 100000, ws, ws, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(ws - guard - 1, 100000, ws, ws, we, guard), PHASE_OUT);
+	assert_int_equal(probe_phase(we + guard - 1, 100000, ws, ws, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(we + guard, 100000, ws, ws, we, guard), PHASE_OUT);
 	/* ksoftirqd path: probes sent during the burst and its guard count nowhere */
 	int64_t in_start = ws + 30 * MS;
-	assert_int_equal(probe_phase(ws, ws, in_start, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(in_start - 1, ws, in_start, we, guard), PHASE_GUARD);
-	assert_int_equal(probe_phase(in_start, ws, in_start, we, guard), PHASE_IN);
-	assert_int_equal(probe_phase(ws - guard - 1, ws, in_start, we, guard), PHASE_OUT);
+	assert_int_equal(probe_phase(ws, 100000, ws, in_start, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(in_start - 1, 100000, ws, in_start, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(in_start, 100000, ws, in_start, we, guard), PHASE_IN);
+	assert_int_equal(probe_phase(ws - guard - 1, 100000, ws, in_start, we, guard), PHASE_OUT);
+	/* sent well before the window but answered only inside it: not a baseline probe */
+	assert_int_equal(probe_phase(ws - 10 * guard, 10 * guard + 1, ws, in_start, we, guard), PHASE_GUARD);
+	assert_int_equal(probe_phase(ws - 10 * guard, 10 * guard, ws, in_start, we, guard), PHASE_OUT);
+	assert_int_equal(probe_phase(ws - 10 * guard, -1, ws, in_start, we, guard), PHASE_GUARD);
 }
 
 static void test_summarize(void **state)

@@ -1,0 +1,130 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Description: kernel-suite test of scripts/vmrun. Boots Debian's own kernel (fetched by
+# scripts/vm/debian-kernel) under qemu with static builds of fibtest and rt_starve inside, and
+# checks that every exit code comes back: 0 (fibtest PASS, --format=json parsed), 1 (fibtest
+# --trigger FAIL), 129 (rt_starve on a 1-CPU guest), 125 (fibtest without the cpu controller),
+# 128 (a bad option inside); and vmrun's own: 125 on a panic and on --timeout, 128 on bad
+# arguments, 130 on SIGINT with qemu and the temp dir gone (after SIGKILL: at the next run). About 2 minutes under TCG.
+#   tests/vm_test.sh SOURCE_DIR BUILD_DIR
+# Exit 0 pass, 1 fail, 77 skip (not root, or no Debian kernel to be had).
+set -u
+src=${1:?usage: vm_test.sh SOURCE_DIR BUILD_DIR}
+build=${2:?usage: vm_test.sh SOURCE_DIR BUILD_DIR}
+vmrun=$src/scripts/vmrun
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (packages, the krepro lock)"; exit 77; }
+
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# what the test needs, from Debian, only when missing (guarded by dpkg-query)
+need=""
+for p in qemu-system-x86 busybox-static e2fsprogs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need="$need $p"
+done
+if [ -n "$need" ]; then
+	echo "installing:$need"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null ||
+		{ echo "SKIP: cannot install$need"; exit 77; }
+fi
+kernel=$("$src/scripts/vm/debian-kernel") || { echo "SKIP: no Debian kernel image"; exit 77; }
+echo "kernel: $kernel"
+
+# static builds in their own directory inside the build directory
+static=$build/vm-static
+if [ ! -f "$static/build.ninja" ]; then
+	meson setup "$static" "$src" -Dstatic=true -Dtests=false >/dev/null || { bad "meson setup -Dstatic=true"; exit 1; }
+fi
+ninja -C "$static" fibtest/fibtest rt_starve/rt_starve >/dev/null || { bad "static build of fibtest, rt_starve"; exit 1; }
+fibtest=$static/fibtest/fibtest
+rt_starve=$static/rt_starve/rt_starve
+
+tmps_before=$(ls -d /tmp/krepro-vmrun-* 2>/dev/null | wc -l)
+out=$(mktemp)
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+# run NAME EXPECTED_CODE VMRUN_ARGS... : one boot (or none, for argument errors)
+run() {
+	local name=$1 want=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	"$vmrun" --wait 300 "$@" >"$out" 2>"$err"
+	rc=$?
+	if [ "$rc" = "$want" ]; then
+		ok "$name: exit $rc ($(($(date +%s) - t0)) s) $(tail -n1 "$out" | cut -c1-90)"
+	else
+		bad "$name: exit $rc, expected $want"
+		sed 's/^/  stdout: /' "$out"
+		tail -n 20 "$err" | sed 's/^/  stderr: /'
+	fi
+}
+
+# vmrun's own argument errors: 128, nothing booted
+run "no program" 128 --kernel "$kernel"
+run "--cpus 0" 128 --kernel "$kernel" --cpus 0 -- "$fibtest"
+run "missing kernel" 128 --kernel /nonexistent -- "$fibtest"
+run "dynamic program" 128 --kernel "$kernel" -- /bin/true
+run "missing qemu" 128 --kernel "$kernel" --qemu /nonexistent/qemu -- "$fibtest"
+
+# the program's exit codes, from inside the guest
+run "fibtest PASS (json)" 0 --kernel "$kernel" -- "$fibtest" --wait 120 --format=json
+if python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="PASS", d["verdict"]; r=d["environment"]["kernel"]; assert r.startswith("6.1."), r' <"$out"; then
+	ok "json report parses, verdict PASS, measured on the guest kernel"
+else
+	bad "json report of the guest run"
+fi
+grep -q $'\r' "$out" && bad "carriage returns in the program's output" || ok "output is byte-exact (no \\r)"
+grep -q "TCG\|KVM" "$err" && ok "vmrun says which accelerator: $(grep -o 'with [A-Z]*' "$err" | tail -n1)" || bad "vmrun did not say KVM or TCG"
+run "fibtest --trigger FAIL" 1 --kernel "$kernel" -- "$fibtest" --wait 120 --trigger --quiet
+run "rt_starve on 1 CPU: SKIP machine" 129 --kernel "$kernel" --cpus 1 -- "$rt_starve" --wait 120 --quiet
+run "fibtest without the cpu controller: SKIP kernel" 125 --kernel "$kernel" --append cgroup_disable=cpu -- "$fibtest" --wait 120 --quiet
+run "fibtest bad option inside" 128 --kernel "$kernel" -- "$fibtest" --duration -1
+
+# a kernel that cannot boot, and one that does not answer in time: 125
+run "kernel panic" 125 --kernel "$kernel" --append rdinit=/nonexistent -- "$fibtest"
+grep -q "Kernel panic" "$err" && ok "the panic is named on stderr" || bad "no panic line on stderr"
+# start vmrun in the background and find its qemu (a child of vmrun)
+start_bg() {
+	"$vmrun" --wait 300 --kernel "$kernel" -- "$fibtest" --wait 120 >"$out" 2>"$err" &
+	pid=$!
+	sleep 4   # mid-boot, and past a failed KVM attempt (auto): the qemu now is the one booting
+	qpid=""
+	for _ in $(seq 40); do
+		qpid=$(ps -o pid= --ppid "$pid" | tr -d ' ' | head -n1)
+		[ -n "$qpid" ] && grep -q qemu "/proc/$qpid/comm" 2>/dev/null && break
+		sleep 0.5
+	done
+}
+qemu_gone() { [ -n "$qpid" ] && { ! kill -0 "$qpid" 2>/dev/null || grep -q '^State:.*Z' "/proc/$qpid/status" 2>/dev/null; }; }
+
+# SIGINT mid-boot: 130, qemu gone, temp dir gone
+start_bg
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] && ok "SIGINT: exit 130" || bad "SIGINT: exit $rc, expected 130"
+sleep 1
+qemu_gone && ok "qemu (pid $qpid) gone after SIGINT" || bad "qemu '$qpid' still there after SIGINT"
+[ "$(ls -d /tmp/krepro-vmrun-* 2>/dev/null | wc -l)" -le "$tmps_before" ] && ok "temp dir removed on SIGINT" ||
+	bad "temp dir left after SIGINT"
+
+# SIGKILL mid-boot: qemu dies with vmrun (PDEATHSIG); the next vmrun removes the temp dir
+start_bg
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+sleep 1
+qemu_gone && ok "qemu (pid $qpid) gone after SIGKILL of vmrun" || bad "qemu '$qpid' still there after SIGKILL of vmrun"
+
+t0=$(date +%s)
+run "--timeout 3" 125 --kernel "$kernel" --timeout 3 -- "$fibtest"
+[ $(($(date +%s) - t0)) -le 20 ] && ok "--timeout 3 ended in time" || bad "--timeout 3 took $(($(date +%s) - t0)) s"
+
+tmps_after=$(ls -d /tmp/krepro-vmrun-* 2>/dev/null | wc -l)
+[ "$tmps_after" -le "$tmps_before" ] && ok "no temp dir left" || bad "temp dirs left: $(ls -d /tmp/krepro-vmrun-*)"
+
+[ "$fails" = 0 ] && { echo "PASS"; exit 0; }
+echo "$fails check(s) failed"
+exit 1
