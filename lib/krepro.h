@@ -121,7 +121,7 @@ int kr_parse_duration_ns(const char *opt, const char *s, const char *default_uni
 			 int64_t min_ns, int64_t max_ns, int64_t *out);
 /* "4096", "4k", "2M", "1G", "1T" (binary multiples) */
 int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out);
-/* "0-3,5,7-8" against the online CPUs */
+/* "0-3,5,7-8" against the online CPUs (prints the usage error) */
 int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out);
 /* value must be one of the '|' separated words ("fibtest|workers"); returns its index */
 int kr_parse_choice(const char *opt, const char *s, const char *choices);
@@ -188,7 +188,8 @@ double kr_percentile(const double *sorted, size_t n, double p);
 void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins);
 
 /* ---- files, /proc and /sys ---- */
-/* read a whole small file into buf (NUL-terminated, trailing newline stripped); -1 with errno */
+/* read a whole small file into buf (NUL-terminated, trailing newline stripped); returns the
+ * length read (0 for an empty file), or -1 with errno */
 int kr_read_file(const char *path, char *buf, size_t len);
 int kr_read_u64(const char *path, uint64_t *out);
 int kr_write_file(const char *path, const char *value); /* one write(); -1 with errno */
@@ -237,6 +238,8 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 /* ---- CPUs and scheduling ---- */
 int kr_nr_cpus_online(void);
 int kr_online_cpus(cpu_set_t *set);
+/* a kernel CPU list ("0-3,5", as in sysfs and /proc/irq); silent, -1 if malformed */
+int kr_cpulist_parse(const char *s, cpu_set_t *out);
 int kr_pin_self(int cpu);		/* calling thread */
 int kr_set_sched(pid_t tid, int policy, int prio); /* own threads: no journal */
 const char *kr_policy_name(int policy);	 /* "SCHED_FIFO" */

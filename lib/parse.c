@@ -172,40 +172,13 @@ int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out)
 
 	kr_online_cpus(&online);
 	kr_format_cpulist(&online, on, sizeof(on));
-	CPU_ZERO(out);
-	if (!s || !*s)
-		return kr_usage_error("%s: expected a CPU list within the online CPUs %s, got ''", opt, on);
-	for (const char *p = s; *p;) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		errno = 0;
-		long a = strtol(p, &end, 10), b = a;
-		if (errno)
-			goto bad;
-		if (*end == '-') {
-			if (!isdigit((unsigned char)end[1]))
-				goto bad;
-			b = strtol(end + 1, &end, 10);
-			if (errno || b < a)
-				goto bad;
-		}
-		for (long i = a; i <= b; i++) {
-			if (i >= CPU_SETSIZE || !CPU_ISSET(i, &online))
-				return kr_usage_error("%s: CPU %ld is not online (online CPUs: %s)", opt, i, on);
-			CPU_SET(i, out);
-		}
-		if (*end == ',' && end[1])
-			p = end + 1;
-		else if (!*end)
-			break;
-		else
-			goto bad;
-	}
+	if (kr_cpulist_parse(s, out) < 0 || (s && s[strlen(s) - 1] == '\n'))
+		return kr_usage_error("%s: expected a CPU list like 0-3,5 within the online CPUs %s, got '%s'",
+				      opt, on, s ? s : "");
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, out) && !CPU_ISSET(i, &online))
+			return kr_usage_error("%s: CPU %d is not online (online CPUs: %s)", opt, i, on);
 	return 0;
-bad:
-	return kr_usage_error("%s: expected a CPU list like 0-3,5 within the online CPUs %s, got '%s'",
-			      opt, on, s);
 }
 
 int kr_parse_choice(const char *opt, const char *s, const char *choices)

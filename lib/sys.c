@@ -435,30 +435,45 @@ int kr_kconfig(const char *option, char *buf, size_t len)
 }
 
 /* ---- CPUs and scheduling ---- */
+int kr_cpulist_parse(const char *s, cpu_set_t *out)
+{
+	CPU_ZERO(out);
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	for (const char *p = s;;) {
+		char *end;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		errno = 0;
+		long a = strtol(p, &end, 10), b = a;
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				return -1;
+			b = strtol(end + 1, &end, 10);
+		}
+		if (errno || b < a || a < 0 || b >= CPU_SETSIZE)
+			return -1;
+		for (long i = a; i <= b; i++)
+			CPU_SET(i, out);
+		if (*end == ',' && end[1])
+			p = end + 1;
+		else if (!*end || *end == '\n')
+			return 0;
+		else
+			return -1;
+	}
+}
+
 int kr_online_cpus(cpu_set_t *set)
 {
 	char buf[4096];
 
-	CPU_ZERO(set);
-	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0) {
+	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
+	    kr_cpulist_parse(buf, set) < 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		CPU_ZERO(set);
 		for (long i = 0; i < n && i < CPU_SETSIZE; i++)
 			CPU_SET(i, set);
-		return (int)n;
-	}
-	/* "0-3,5": the same syntax the option parser accepts */
-	for (char *p = buf; *p;) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-		if (end == p)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (long i = a; i <= b && i < CPU_SETSIZE; i++)
-			CPU_SET(i, set);
-		p = *end == ',' ? end + 1 : end;
-		if (*end != ',')
-			break;
 	}
 	return CPU_COUNT(set);
 }
@@ -522,12 +537,16 @@ int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(voi
 	int r;
 
 	pthread_attr_init(&a);
+	/* unpinned means every online CPU, not the caller's mask: a watchdog started from a
+	 * pinned RT thread must not share the CPU it guards */
+	cpu_set_t s;
 	if (cpu >= 0) {
-		cpu_set_t s;
 		CPU_ZERO(&s);
 		CPU_SET(cpu, &s);
-		pthread_attr_setaffinity_np(&a, sizeof(s), &s);
+	} else {
+		kr_online_cpus(&s);
 	}
+	pthread_attr_setaffinity_np(&a, sizeof(s), &s);
 	/* the policy is in place before the thread's first instruction */
 	struct sched_param sp = { .sched_priority = prio };
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);

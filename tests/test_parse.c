@@ -116,6 +116,23 @@ static void test_cpulist(void **state)
 	assert_string_equal(kr_format_cpulist(&s, buf, sizeof(buf)), "0,2-4,7");
 }
 
+static void test_kernel_cpulist(void **state)
+{
+	cpu_set_t s;
+	(void)state;
+	/* sysfs text: silent, any CPU number, a trailing newline allowed */
+	assert_int_equal(kr_cpulist_parse("0-2,5,64\n", &s), 0);
+	assert_int_equal(CPU_COUNT(&s), 5);
+	assert_true(CPU_ISSET(64, &s) && CPU_ISSET(2, &s) && !CPU_ISSET(3, &s));
+	assert_int_equal(kr_cpulist_parse("3", &s), 0);
+	assert_int_equal(kr_cpulist_parse("", &s), -1);
+	assert_int_equal(kr_cpulist_parse("2-1", &s), -1);
+	assert_int_equal(kr_cpulist_parse("1,,2", &s), -1);
+	assert_int_equal(kr_cpulist_parse("1-", &s), -1);
+	assert_int_equal(kr_cpulist_parse("99999", &s), -1);
+	assert_int_equal(kr_cpulist_parse("0 1", &s), -1);
+}
+
 static void test_choice(void **state)
 {
 	(void)state;
@@ -132,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_long),	 cmocka_unit_test(test_double),
 		cmocka_unit_test(test_duration), cmocka_unit_test(test_size),
 		cmocka_unit_test(test_cpulist),	 cmocka_unit_test(test_choice),
+		cmocka_unit_test(test_kernel_cpulist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,6 +200,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int pol = sched_getscheduler(0);
 	if (pol != SCHED_OTHER) {
 		kr_set_sched(0, SCHED_OTHER, 0);
+		if (!names_self)
+			fprintf(fuzz_err, "the restore of this journal set policy %d on the restoring "
+				"process:\n%.*s\n", pol, (int)o, text);
 		FUZZ_CHECK(names_self); /* only an entry naming this very task may change it */
 	}
 	return 0;

@@ -3,7 +3,8 @@
  * Description: the option value parsers (kr_parse_long/double/duration_ns/size/cpulist/choice
  * and kr_format_cpulist). The first byte picks the parser and its range; the rest is the
  * value. Checked: no memory error, and an accepted value lies within the range asked for; a
- * CPU list holds online CPUs only and survives kr_format_cpulist -> kr_parse_cpulist.
+ * CPU list holds online CPUs only and survives kr_format_cpulist -> kr_parse_cpulist, and
+ * kr_format_cpulist into a short buffer truncates within it.
  */
 #include "fuzz.h"
 
@@ -68,6 +69,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(!CPU_ISSET(i, &set) || CPU_ISSET(i, &online));
 			kr_format_cpulist(&set, buf, sizeof(buf));
 			FUZZ_CHECK(kr_parse_cpulist("--cpus", buf, &again) == 0 && CPU_EQUAL(&set, &again));
+			/* a short buffer truncates, never overflows */
+			size_t len = 1 + (sel / 6) % 8;
+			char *small = malloc(len);
+			kr_format_cpulist(&set, small, len);
+			FUZZ_CHECK(strlen(small) < len);
+			free(small);
 		}
 		break;
 	}
