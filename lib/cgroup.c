@@ -113,9 +113,9 @@ int kr_cgroup_attach_tid(const char *path, pid_t tid)
 	snprintf(tasks, sizeof(tasks), "%s/tasks", path);
 	if (access(tasks, F_OK) == 0)
 		return cgroup_write_id(path, "tasks", tid); /* v1 */
-	if (cgroup_write_id(path, "cgroup.threads", tid) == 0)
-		return 0;
-	return cgroup_write_id(path, "cgroup.procs", tid);
+	/* v2 moves a single thread only within a threaded subtree; falling back to
+	 * cgroup.procs would silently move the whole process: use kr_cgroup_attach_pid */
+	return cgroup_write_id(path, "cgroup.threads", tid);
 }
 
 int kr_cgroup_attach_pid(const char *path, pid_t pid)

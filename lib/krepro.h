@@ -294,7 +294,7 @@ int kr_cgroups_find(struct kr_cgroups *cg);
 int kr_cgroup_create(const char *path);
 /* enable a v2 controller in parent's subtree_control (journaled as "-ctrl" if it was off) */
 int kr_cgroup_enable(const char *parent, const char *controller);
-/* move a thread into a group (v1: "tasks", v2: "cgroup.threads" or "cgroup.procs") */
+/* move a thread into a group (v1: "tasks"; v2: "cgroup.threads", threaded groups only) */
 int kr_cgroup_attach_tid(const char *path, pid_t tid);
 int kr_cgroup_attach_pid(const char *path, pid_t pid);
 
