@@ -69,24 +69,30 @@ int kr_netns_socket(int nsfd, int domain, int type, int proto)
 	return s;
 }
 
-static int netns_link_up(int nsfd, const char *ifname)
+/* one interface ioctl on ifname in nsfd; ifr is filled in (name set here) */
+static int netns_ifreq(int nsfd, const char *ifname, unsigned long req, struct ifreq *ifr)
 {
 	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
-	struct ifreq ifr;
 
 	if (s < 0)
 		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
-	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (r == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		r = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
+	snprintf(ifr->ifr_name, IFNAMSIZ, "%s", ifname);
+	int r = ioctl(s, req, ifr);
 	int e = errno;
 	close(s);
 	errno = e;
 	return r;
+}
+
+static int netns_link_up(int nsfd, const char *ifname)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (netns_ifreq(nsfd, ifname, SIOCGIFFLAGS, &ifr) < 0)
+		return -1;
+	ifr.ifr_flags |= IFF_UP;
+	return netns_ifreq(nsfd, ifname, SIOCSIFFLAGS, &ifr);
 }
 
 int kr_netns_new(void)
@@ -122,33 +128,19 @@ int kr_netns_new(void)
 
 int kr_netns_ifindex(int nsfd, const char *ifname)
 {
-	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
 	struct ifreq ifr;
 
-	if (s < 0)
-		return -1;
 	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
-	int r = ioctl(s, SIOCGIFINDEX, &ifr);
-	close(s);
-	return r < 0 ? -1 : ifr.ifr_ifindex;
+	return netns_ifreq(nsfd, ifname, SIOCGIFINDEX, &ifr) < 0 ? -1 : ifr.ifr_ifindex;
 }
 
 int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd)
 {
-	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
 	struct ifreq ifr;
 
-	if (s < 0)
-		return -1;
 	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	ifr.ifr_data = cmd;
-	int r = ioctl(s, SIOCETHTOOL, &ifr);
-	int e = errno;
-	close(s);
-	errno = e;
-	return r;
+	return netns_ifreq(nsfd, ifname, SIOCETHTOOL, &ifr);
 }
 
 /* ---- rtnetlink ---- */

@@ -167,16 +167,15 @@ static const struct kr_prog prog = {
 static char out[64 * 1024];
 static char rundir[] = "/tmp/krepro-test-XXXXXX";
 
-static int run_main(int m, const char *format)
+/* kr_main with argv, its stdout captured in out[] */
+static int run_captured(int argc, char **argv)
 {
-	char *argv[] = { "demo", "--format", (char *)format, NULL };
 	FILE *tmp = tmpfile();
 	int saved = dup(STDOUT_FILENO);
 
-	mode = m;
 	fflush(stdout);
 	dup2(fileno(tmp), STDOUT_FILENO);
-	int code = kr_main(&prog, 3, argv);
+	int code = kr_main(&prog, argc, argv);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
@@ -185,6 +184,14 @@ static int run_main(int m, const char *format)
 	out[n] = 0;
 	fclose(tmp);
 	return code;
+}
+
+static int run_main(int m, const char *format)
+{
+	char *argv[] = { "demo", "--format", (char *)format, NULL };
+
+	mode = m;
+	return run_captured(3, argv);
 }
 
 static const struct {
@@ -286,19 +293,7 @@ static void test_quiet_and_usage(void **state)
 	char *argv[] = { "demo", "--quiet", NULL };
 	(void)state;
 	mode = 1;
-	FILE *tmp = tmpfile();
-	int saved = dup(STDOUT_FILENO);
-	fflush(stdout);
-	dup2(fileno(tmp), STDOUT_FILENO);
-	int code = kr_main(&prog, 2, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	rewind(tmp);
-	size_t n = fread(out, 1, sizeof(out) - 1, tmp);
-	out[n] = 0;
-	fclose(tmp);
-	assert_int_equal(code, 1);
+	assert_int_equal(run_captured(2, argv), 1);
 	assert_string_equal(out, "demo: FAIL throttled=84.1% (limit 20.0%) usage=0.31\n");
 	/* bad usage is 128 and never runs the measurement */
 	char *bad1[] = { "demo", "--duration", "-1", NULL };
