@@ -10,7 +10,7 @@ contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and 
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, json, os, re, subprocess, sys, tempfile
+import fcntl, json, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krstate import snapshot, diff  # noqa: E402
@@ -30,6 +30,26 @@ def run(argv, env=None, timeout=120, user=None):
         argv = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups"] + argv
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def quiet_snapshot(timeout=180):
+    """A snapshot while no krepro run is active: holding the single-run lock, so another
+    run's cgroups and journal (a parallel test, a lab check) are not mistaken for ours."""
+    os.makedirs("/run/krepro", exist_ok=True)
+    with open("/run/krepro/lock", "a+") as lock:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        try:
+            return snapshot()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def validate_json(out, code, what):
@@ -121,7 +141,7 @@ def kernel(prog):
         print("SKIP: needs root")
         sys.exit(77)
     name = os.path.basename(prog)
-    before = snapshot()
+    before = quiet_snapshot()
     for fmt in ["json", "tap"]:
         code, out, err = run([prog, "--format", fmt, "--wait", "120"], timeout=240)
         sys.stderr.write(err)
@@ -132,7 +152,7 @@ def kernel(prog):
                 print(d.get("verdict_line"))
         else:
             validate_tap(out, code, name, "default run")
-        changed = diff(before, snapshot())
+        changed = diff(before, quiet_snapshot())
         check(not changed, f"the machine changed: {changed}")
 
 
