@@ -252,8 +252,8 @@ static int remove_cgroup_dir(const char *path)
 	for (int i = 0; i < 100; i++) {
 		if (rmdir(path) == 0 || errno == ENOENT)
 			return 0;
-		if (errno != EBUSY && errno != ENOTEMPTY)
-			return -1;
+		if (errno != EBUSY)
+			return -1; /* ENOTEMPTY (files or child groups) does not pass by waiting */
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
 		if (errno == EBUSY && kr_read_file(procs, buf, sizeof(buf)) > 0) {
 			snprintf(parent, sizeof(parent), "%s", path);
@@ -302,13 +302,16 @@ static int journal_undo_line(char *line, bool verbose)
 		if (verbose)
 			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
 	} else if (!strcmp(f[0], "sched") && n == 5) {
-		pid_t tid = (pid_t)atoi(f[1]);
-		/* only the same task: a pid may have been reused since */
-		if (task_starttime(tid) == strtoull(f[2], NULL, 10))
-			r = kr_set_sched(tid, atoi(f[3]), atoi(f[4])) < 0 && errno != ESRCH ? -1 : 0;
+		char *end;
+		long tid = strtol(f[1], &end, 10);
+		unsigned long long st = strtoull(f[2], NULL, 10);
+		/* only the same task (a pid may have been reused since), and never tid 0, which
+		 * would be the restoring process itself */
+		if (tid > 0 && tid <= INT32_MAX && !*end && st && task_starttime((pid_t)tid) == st)
+			r = kr_set_sched((pid_t)tid, atoi(f[3]), atoi(f[4])) < 0 && errno != ESRCH ? -1 : 0;
 		if (verbose)
-			fprintf(stderr, "krepro: restore policy %s prio %s of task %d%s\n", f[3], f[4],
-				(int)tid, r ? " FAILED" : "");
+			fprintf(stderr, "krepro: restore policy %s prio %s of task %ld%s\n", f[3], f[4],
+				tid, r ? " FAILED" : "");
 	} else if (!strcmp(f[0], "hwtstamp") && n == 4) {
 		struct hwtstamp_config cfg = { .tx_type = atoi(f[2]), .rx_filter = atoi(f[3]) };
 		r = hwtstamp_ioctl(f[1], &cfg, true) < 0 && errno != ENODEV ? -1 : 0;
@@ -331,7 +334,12 @@ static int journal_restore_text(char *text, bool verbose)
 	size_t n = 0;
 
 	for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
-		lines = realloc(lines, (n + 1) * sizeof(char *));
+		char **more = realloc(lines, (n + 1) * sizeof(char *));
+		if (!more) {
+			free(lines);
+			return 1;
+		}
+		lines = more;
 		lines[n++] = s;
 	}
 	while (n--)

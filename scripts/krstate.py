@@ -3,6 +3,7 @@
 as it found it. Used by tests/contract.py and scripts/labcheck."""
 import glob, os, re
 
+PROGRAMS = ["fibtest", "rt_starve", "dio_kworker", "hwts", "ktask_bench", "irqacct"]
 SYSCTLS = ["kernel/sched_cfs_bandwidth_slice_us", "kernel/sched_rt_runtime_us",
            "kernel/sched_rt_period_us", "vm/nr_hugepages", "vm/nr_overcommit_hugepages"]
 
@@ -40,8 +41,9 @@ def snapshot():
     s["kthread_policies"] = sorted(policies)
     s["rps"] = {f: _read(f) for f in sorted(glob.glob("/sys/class/net/*/queues/rx-*/rps_cpus"))}
     s["cpuidle_disable"] = {f: _read(f) for f in sorted(glob.glob("/sys/devices/system/cpu/cpu*/cpuidle/state*/disable"))}
-    s["tmp"] = sorted(glob.glob("/tmp/krepro-*") + glob.glob("/var/tmp/krepro-*")
-                      + glob.glob("/tmp/.krepro-*") + glob.glob("./krepro-*"))
+    # what programs create is named krepro-<program>-<pid>, wherever it goes
+    s["tmp"] = sorted(p for d in ("/tmp", "/var/tmp", ".", "/dev/shm", "/dev/hugepages")
+                      for prog in PROGRAMS for p in glob.glob(f"{d}/krepro-{prog}-*"))
     s["thp"] = _read("/sys/kernel/mm/transparent_hugepage/enabled")
     return s
 

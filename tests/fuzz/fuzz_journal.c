@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[64], workdir[128], journal[128];
+static char tmpdir[512], workdir[600], journal[600];
 static unsigned long long self_starttime;
 
 struct bytes {
@@ -64,8 +64,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
 	fuzz_quiet_stderr();
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/krfuzz-journal-XXXXXX");
+	/* tests/fuzz/run points KREPRO_FUZZ_TMP into its build directory and empties it: a
+	 * crash (abort) leaves the directory behind */
+	const char *base = getenv("KREPRO_FUZZ_TMP");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/krfuzz-journal-XXXXXX", base && *base ? base : "/tmp");
 	if (!mkdtemp(tmpdir))
+		abort();
+	/* every path the harness writes starts with the work dir, untruncated */
+	if (strlen(tmpdir) > 200)
 		abort();
 	snprintf(workdir, sizeof(workdir), "%s/w", tmpdir);
 	snprintf(journal, sizeof(journal), "%s/journal.999999999", tmpdir);
@@ -126,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	reset_workdir();
 	bool verbose = take(&b) & 1;
 	while (b.n && o + 512 < sizeof(text)) {
-		char path[256], val[64], val2[64];
+		char path[1024], val[64], val2[64];
 		unsigned op = take(&b) % 9;
 		switch (op) {
 		case 0:
