@@ -776,8 +776,8 @@ static int dio_run(const struct kr_opts *o)
 
 	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.name);
 	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.name);
-	kr_env_standard((const char *const[]){ "sysctl:kernel.sched_rt_runtime_us",
-		"sysctl:kernel.sched_rt_period_us", "sysctl:kernel.io_uring_disabled",
+	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
+		"sysctl:kernel.io_uring_disabled",
 		knob_rq, knob_sched, "config:CONFIG_HZ", "config:CONFIG_PREEMPT",
 		"config:CONFIG_SCHEDSTATS", NULL });
 	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type), dev.name[0] ? dev.name : "?");

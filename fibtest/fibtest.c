@@ -380,7 +380,7 @@ static int run(const struct kr_opts *o)
 
 	kr_env_standard((const char *const[]){ "sysctl:kernel.sched_cfs_bandwidth_slice_us",
 					       "config:CONFIG_CFS_BANDWIDTH", "config:CONFIG_HZ",
-					       NULL });
+					       "group:cgroup", NULL });
 	char cpubuf[256];
 	kr_param("workload", "%s", workers_shape ? "workers" : "fibtest");
 	kr_param("fast", "%ld", fast);

@@ -744,8 +744,7 @@ static int run(const struct kr_opts *o)
 	struct hw_net net = { .txfd = -1 };
 
 	kr_env_standard((const char *const[]){
-		"file:" CPUIDLE "/current_driver", "file:" CPUIDLE "/current_governor_ro",
-		"config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
+		"group:cpuidle", "group:cmdline", "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
 	if (cfg.listen)
 		return reflect(o);
 

@@ -567,10 +567,8 @@ static int run(const struct kr_opts *o)
 	char buf[256];
 	struct job job = { .size = cfg.size, .chunk = cfg.chunk, .method = cfg.method };
 
-	kr_env_standard((const char *const[]){ "sysctl:vm.nr_hugepages",
-		"file:/sys/kernel/mm/transparent_hugepage/enabled",
-		"config:CONFIG_PAGE_REPORTING",
-		"file:/sys/devices/system/node/has_memory", NULL });
+	kr_env_standard((const char *const[]){ "group:memory", "group:numa",
+		"config:CONFIG_PAGE_REPORTING", NULL });
 	if (o->trigger && !cfg.kinds_set)
 		cfg.kinds = 1 << K_HUGETLB;
 	if (o->trigger && !cfg.method_set)
