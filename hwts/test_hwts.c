@@ -28,7 +28,7 @@ static void rule_edges(void **state)
 static void idle_states(void **state)
 {
 	(void)state;
-	struct hw_state none[1];
+	struct hw_state none[1] = { { .name = "" } };
 	struct hw_state poll[1] = { { .name = "POLL" } };
 	struct hw_state halt[2] = { { .name = "POLL" }, { .name = "haltpoll idle" } };
 	struct hw_state c6[3] = { { .name = "POLL" }, { .name = "C1" }, { .name = "C6" } };
