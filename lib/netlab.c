@@ -275,7 +275,7 @@ static int netns_sysfs_io(int nsfd, const char *relpath, const char *value, char
 	if (pid == 0) {
 		close(pfd[0]);
 		if (setns(nsfd, CLONE_NEWNET) < 0 || unshare(CLONE_NEWNS) < 0 ||
-		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("sysfs", "/sys", "sysfs", 0, NULL) < 0)
 			_exit(errno & 0x7f);
 		int fd = open(path, value ? O_WRONLY : O_RDONLY);

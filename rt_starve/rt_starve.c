@@ -722,11 +722,10 @@ static int rs_run(const struct kr_opts *o)
 		;
 
 	kr_csv_open("repeat,seq,sent_ms_from_window_start,rtt_ms,phase");
-	struct repeat_result *res = calloc((size_t)o->repeat, sizeof(*res));
-	enum kr_verdict *v = calloc((size_t)o->repeat, sizeof(*v));
-	double *in_max = calloc((size_t)o->repeat, sizeof(double));
-	if (!res || !v || !in_max)
-		return kr_error("out of memory");
+	/* --repeat is at most 100: fixed arrays, nothing to free on any return path */
+	static struct repeat_result res[100];
+	static enum kr_verdict v[100];
+	static double in_max[100];
 	kr_say("%s", "");
 	kr_say("RTT ms           min      p50      p99      max  >50ms lost/sent");
 	for (int i = 0; i < o->repeat; i++) {
