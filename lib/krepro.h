@@ -155,9 +155,6 @@ void kr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * KR_SKIP (inconclusive) when they straddle the threshold or none is conclusive. */
 enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail);
 
-/* Rendering used by kr_verdict; exposed for tests. Writes the whole report to f. */
-struct kr_report;
-void kr_report_reset(const char *program);
 
 /* ---- CSV samples (--csv) ---- */
 /* Opens --csv (if given) and writes the header line; no-op without --csv. */

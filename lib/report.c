@@ -72,31 +72,6 @@ static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double n
 	l->v[l->n++] = (struct kr_kv){ strdup(key), str, num };
 }
 
-static void kvlist_free(struct kr_kvlist *l)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->v[i].key);
-		free(l->v[i].str);
-	}
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-void kr_report_reset(const char *program)
-{
-	(void)program;
-	for (size_t i = 0; i < kr_rep.nlines; i++)
-		free(kr_rep.lines[i]);
-	free(kr_rep.lines);
-	for (size_t i = 0; i < kr_rep.ncauses; i++)
-		free(kr_rep.causes[i]);
-	free(kr_rep.causes);
-	kvlist_free(&kr_rep.params);
-	kvlist_free(&kr_rep.env);
-	kvlist_free(&kr_rep.meas);
-	memset(&kr_rep, 0, sizeof(kr_rep));
-}
-
 static void report_add_line(const char *text)
 {
 	if (kr_rep.nlines == kr_rep.cap) {
