@@ -13,7 +13,7 @@ static void rule_perfect_scaling_passes(void **state)
 {
 	double eff;
 	(void)state;
-	assert_int_equal(ktask_rule(1.0, 0.5, 2, 0, 0.7, &eff), KR_PASS);
+	assert_int_equal(ktask_rule(1.0, 0.5, NAN, 2, 0, 0.7, &eff), KR_PASS);
 	assert_true(fabs(eff - 1.0) < 1e-12);
 }
 
@@ -22,9 +22,9 @@ static void rule_at_threshold_passes_just_below_fails(void **state)
 	double eff;
 	(void)state;
 	/* 2 threads, threshold 0.75: speedup 1.5 is exactly at the limit */
-	assert_int_equal(ktask_rule(1.5, 1.0, 2, 0, 0.75, &eff), KR_PASS);
+	assert_int_equal(ktask_rule(1.5, 1.0, NAN, 2, 0, 0.75, &eff), KR_PASS);
 	assert_true(fabs(eff - 0.75) < 1e-12);
-	assert_int_equal(ktask_rule(1.499, 1.0, 2, 0, 0.75, &eff), KR_FAIL);
+	assert_int_equal(ktask_rule(1.499, 1.0, NAN, 2, 0, 0.75, &eff), KR_FAIL);
 }
 
 static void rule_serialised_threads_fail(void **state)
@@ -32,22 +32,22 @@ static void rule_serialised_threads_fail(void **state)
 	double eff;
 	(void)state;
 	/* inode_lock: two threads take as long as one */
-	assert_int_equal(ktask_rule(1.0, 1.0, 2, 0, 0.7, &eff), KR_FAIL);
+	assert_int_equal(ktask_rule(1.0, 1.0, NAN, 2, 0, 0.7, &eff), KR_FAIL);
 	assert_true(fabs(eff - 0.5) < 1e-12);
 	/* 4 threads at 2.5x: 0.625 */
-	assert_int_equal(ktask_rule(1.0, 0.4, 4, 0, 0.7, &eff), KR_FAIL);
+	assert_int_equal(ktask_rule(1.0, 0.4, NAN, 4, 0, 0.7, &eff), KR_FAIL);
 }
 
 static void rule_rejects_bad_input(void **state)
 {
 	double eff;
 	(void)state;
-	assert_int_equal(ktask_rule(0, 0.5, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(0, 0.5, NAN, 2, 0, 0.7, &eff), KR_SKIP);
 	assert_true(isnan(eff));
-	assert_int_equal(ktask_rule(1.0, 0, 2, 0, 0.7, &eff), KR_SKIP);
-	assert_int_equal(ktask_rule(NAN, 0.5, 2, 0, 0.7, &eff), KR_SKIP);
-	assert_int_equal(ktask_rule(1.0, INFINITY, 2, 0, 0.7, &eff), KR_SKIP);
-	assert_int_equal(ktask_rule(1.0, 0.5, 1, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, 0, NAN, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(NAN, 0.5, NAN, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, INFINITY, NAN, 2, 0, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, 0.5, NAN, 1, 0, 0.7, &eff), KR_SKIP);
 }
 
 static void rule_disturbed_repeat_does_not_vote(void **state)
@@ -55,10 +55,51 @@ static void rule_disturbed_repeat_does_not_vote(void **state)
 	double eff;
 	(void)state;
 	/* a serialised-looking repeat while another task held a CPU: no vote */
-	assert_int_equal(ktask_rule(1.0, 1.0, 2, MAX_DELAY + 0.01, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, 1.0, NAN, 2, MAX_DELAY + 0.01, 0.7, &eff), KR_SKIP);
 	assert_true(fabs(eff - 0.5) < 1e-12); /* still shown */
-	assert_int_equal(ktask_rule(1.0, 1.0, 2, MAX_DELAY, 0.7, &eff), KR_FAIL);
-	assert_int_equal(ktask_rule(1.0, 0.5, 2, NAN, 0.7, &eff), KR_SKIP);
+	assert_int_equal(ktask_rule(1.0, 1.0, NAN, 2, MAX_DELAY, 0.7, &eff), KR_FAIL);
+	assert_int_equal(ktask_rule(1.0, 0.5, NAN, 2, NAN, 0.7, &eff), KR_SKIP);
+}
+
+static void rule_normalised_by_the_bandwidth_wall(void **state)
+{
+	double eff;
+	(void)state;
+	/* kernel 1 thr 1.0 s; memset at 2 thr 0.85 s (the wall: 1.17x the 1-thread kernel):
+	 * the machine can give 1.18x, so 1.17x is fine (this VM with --method touch) */
+	assert_true(fabs(ideal_speedup(1.0, 0.85, 2) - 1.0 / 0.85) < 1e-12);
+	assert_int_equal(ktask_rule(1.0, 1.0 / 1.17, 0.85, 2, 0, 0.7, &eff), KR_PASS);
+	assert_true(eff > 0.99);
+	/* the same times judged against plain N: 0.585, FAIL */
+	assert_int_equal(ktask_rule(1.0, 1.0 / 1.17, NAN, 2, 0, 0.7, &eff), KR_FAIL);
+	/* kernel far below the wall (populate here: 0.45 of memset): ideal is N */
+	assert_true(fabs(ideal_speedup(1.0, 0.38, 2) - 2) < 1e-12);
+	/* serialised (--trigger) stays FAIL under the wall: speedup 1.0 of ideal 2 */
+	assert_int_equal(ktask_rule(1.0, 1.0, 0.38, 2, 0, 0.7, &eff), KR_FAIL);
+	assert_true(fabs(eff - 0.5) < 1e-12);
+	/* never below 1: one kernel thread already at the wall, no speedup to ask for */
+	assert_true(fabs(ideal_speedup(0.5, 0.8, 4) - 1) < 1e-12);
+	assert_true(fabs(ideal_speedup(1.0, 0, 4) - 4) < 1e-12);
+	assert_true(fabs(ideal_speedup(1.0, INFINITY, 4) - 4) < 1e-12);
+}
+
+static void clearing_rule_ratio_margin(void **state)
+{
+	double r;
+	(void)state;
+	/* this VM: 2 MiB pages at 0.45 of rep stosb */
+	assert_int_equal(clearing_rule(1.0, 0.45, 0.7, &r), KR_FAIL);
+	assert_true(fabs(r - 0.45) < 1e-12);
+	/* after the sequential series: at the ceiling */
+	assert_int_equal(clearing_rule(1.0, 0.98, 0.7, &r), KR_PASS);
+	/* too close to call either way */
+	assert_int_equal(clearing_rule(1.0, 0.7 + CLEARING_MARGIN / 2, 0.7, &r), KR_SKIP);
+	assert_int_equal(clearing_rule(1.0, 0.7 - CLEARING_MARGIN / 2, 0.7, &r), KR_SKIP);
+	assert_int_equal(clearing_rule(1.0, 0.7 + CLEARING_MARGIN * 1.01, 0.7, &r), KR_PASS);
+	assert_int_equal(clearing_rule(1.0, 0.7 - CLEARING_MARGIN * 1.01, 0.7, &r), KR_FAIL);
+	assert_int_equal(clearing_rule(0, 0.5, 0.7, &r), KR_SKIP);
+	assert_true(isnan(r));
+	assert_int_equal(clearing_rule(1.0, INFINITY, 0.7, &r), KR_SKIP);
 }
 
 static void points_powers_of_two_then_max(void **state)
@@ -83,7 +124,8 @@ static void points_powers_of_two_then_max(void **state)
 static void kinds_parse(void **state)
 {
 	(void)state;
-	assert_int_equal(parse_kinds("all"), 7);
+	assert_int_equal(parse_kinds("all"), ALL_KINDS);
+	assert_int_equal(parse_kinds("1g,thp"), 1 << K_1G | 1 << K_THP);
 	assert_int_equal(parse_kinds("hugetlb"), 1 << K_HUGETLB);
 	assert_int_equal(parse_kinds("4k,thp"), 1 << K_4K | 1 << K_THP);
 	assert_int_equal(parse_kinds("thp,thp"), 1 << K_THP);
@@ -100,6 +142,8 @@ int main(void)
 		cmocka_unit_test(rule_serialised_threads_fail),
 		cmocka_unit_test(rule_rejects_bad_input),
 		cmocka_unit_test(rule_disturbed_repeat_does_not_vote),
+		cmocka_unit_test(rule_normalised_by_the_bandwidth_wall),
+		cmocka_unit_test(clearing_rule_ratio_margin),
 		cmocka_unit_test(points_powers_of_two_then_max),
 		cmocka_unit_test(kinds_parse),
 	};
