@@ -14,6 +14,8 @@ ok() { echo "ok: $* (${SECONDS}s)"; }
 mem() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 
 nr0=$(cat /proc/sys/vm/nr_hugepages)
+g1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+g10=$(cat $g1 2>/dev/null)
 free0=$(mem MemAvailable)
 
 check_state() { # what every run must leave as it found
@@ -21,6 +23,7 @@ check_state() { # what every run must leave as it found
 	nr=$(cat /proc/sys/vm/nr_hugepages)
 	[ "$nr" = "$nr0" ] || fail "$when: vm.nr_hugepages $nr, was $nr0"
 	[ "$(mem HugePages_Total)" = "$nr0" ] || fail "$when: HugePages_Total $(mem HugePages_Total)"
+	[ "$(cat $g1 2>/dev/null)" = "$g10" ] || fail "$when: 1 GiB pool $(cat $g1), was $g10"
 	free=$(mem MemAvailable)
 	# a region left behind would be >= 512 MiB; other work on the machine moves it too
 	[ $((free0 - free)) -lt 409600 ] || fail "$when: MemAvailable ${free} kB, was ${free0} kB"
@@ -53,8 +56,28 @@ echo "$out" | grep -q 'oversubscribe' || fail "--threads 3 does not say it overs
 echo "$out" | grep -q 'NUMA placement not exercised' ||
 	[ "$(ls -d /sys/devices/system/node/node* | wc -l)" -gt 1 ] || fail "one node not reported"
 
-# 4. bad values: exit 128 before anything changes
-for bad in "--size 3M" "--size 0" "--chunk 1M" "--threads 1" "--pages 2M" \
+# 4. the second verdict: one thread of kernel clearing against the two ceilings; a verdict
+# (or inconclusive), the three bandwidths of every kind, the 1 GiB pool given back
+out=$("$prog" --wait 120 --measure clearing --format=json); rc=$?
+[ $rc = 0 ] || [ $rc = 1 ] || [ $rc = 125 ] || fail "--measure clearing rc=$rc"
+echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+m = d["measurements"]
+assert d["metric"]["name"] == "clearing", d["metric"]
+for k in ("hugetlb", "thp"):
+    for f in ("kernel", "cached", "stream"):
+        assert m["%s_%s_gib_s" % (k, f)] > 0, (k, f)
+assert abs(m["clearing"] - m["hugetlb_vs_cached"]) < 1e-9
+print("clearing %.2f, hugetlb kernel %.1f cached %.1f stream %.1f GiB/s, order %s" % (
+    m["clearing"], m["hugetlb_kernel_gib_s"], m["hugetlb_cached_gib_s"],
+    m["hugetlb_stream_gib_s"], m.get("clearing_order")))' && ok "--measure clearing rc=$rc" ||
+	fail "--measure clearing report"
+check_state "--measure clearing"
+
+# 5. bad values: exit 128 before anything changes
+for bad in "--size 3M" "--size 0" "--chunk 1M" "--threads 1" "--pages 2M" "--pages 1g" \
+	"--measure clearing --pages 4k" "--measure clearing --trigger" "--measure x" \
 	"--method fallocate --pages thp" "--trigger --method populate" "--size 64M --chunk 128M"; do
 	# shellcheck disable=SC2086
 	"$prog" --wait 120 $bad >/dev/null 2>&1; rc=$?
@@ -62,7 +85,7 @@ for bad in "--size 3M" "--size 0" "--chunk 1M" "--threads 1" "--pages 2M" \
 done
 ok "bad options rejected"
 
-# 5. SIGINT mid-run, with the hugetlb pool reserved
+# 6. SIGINT mid-run, with the hugetlb pool reserved
 "$prog" --wait 120 --pages hugetlb --size 1G --repeat 100 --duration 60 >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 200); do
