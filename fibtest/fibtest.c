@@ -210,14 +210,22 @@ static const char *v2_enable_refusal(int err)
 	switch (err) {
 	case EBUSY:	 /* domain controllers, or a kernel before threaded cgroups (4.14) */
 	case EOPNOTSUPP: /* a group with processes became a thread root: no domain below */
-		return "it has processes in it (a container's cgroup root?); "
-		       "run from a host or a delegated subtree";
+		return "processes in it (a container?)";
 	case EACCES:
 	case EPERM:
 	case EROFS:
-		return "the hierarchy is not writable here (a container?)";
+		return "not writable (a container?)";
 	}
 	return NULL;
+}
+
+static int v2_skip(const char *group, int err)
+{
+	kr_say("The cpu controller cannot be passed down from %s:", group);
+	kr_say("a cgroup v2 group with processes in it (a container's cgroup");
+	kr_say("namespace root is one) or a read-only hierarchy cannot give it to");
+	kr_say("a child group. Run on the host, or in a delegated subtree.");
+	return kr_skip(KR_EXIT_SKIP_MACHINE, "cgroup %s: %s", group, v2_enable_refusal(err));
 }
 
 /* v2: domain krepro-fibtest-PID with cpu enabled for its child, the threaded group
@@ -235,14 +243,11 @@ static int setup_v2(const char *root)
 	bool ns_root = access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", root);
 	if (ns_root && kr_read_file(path, procs, sizeof(procs)) > 0)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot use the cpu controller below %s: "
-			       "%s", root, v2_enable_refusal(EBUSY));
+		return v2_skip(root, EBUSY);
 	if (kr_cgroup_enable(root, "cpu") < 0) {
 		int e = errno;
-		const char *why = v2_enable_refusal(e);
-		return why ? kr_skip(KR_EXIT_SKIP_MACHINE, "cannot enable the cpu controller in "
-				     "%s: %s: %s", root, strerror(e), why)
-			   : kr_error("cannot enable cpu in %s: %s", root, strerror(e));
+		return v2_enable_refusal(e) ? v2_skip(root, e)
+					    : kr_error("cannot enable cpu in %s: %s", root, strerror(e));
 	}
 	snprintf(grp.domain, sizeof(grp.domain), "%.240s/krepro-fibtest-%d", root, (int)getpid());
 	snprintf(grp.cpu, sizeof(grp.cpu), "%s/workers", grp.domain);
@@ -250,10 +255,9 @@ static int setup_v2(const char *root)
 		return kr_error("cannot create cgroup %s: %s", grp.domain, strerror(errno));
 	if (kr_cgroup_enable(grp.domain, "cpu") < 0) {
 		int e = errno;
-		const char *why = v2_enable_refusal(e);
-		return why ? kr_skip(KR_EXIT_SKIP_MACHINE, "cannot enable the cpu controller in "
-				     "%s: %s: %s", grp.domain, strerror(e), why)
-			   : kr_error("cannot enable cpu in %s: %s", grp.domain, strerror(e));
+		return v2_enable_refusal(e) ? v2_skip(root, e)
+					    : kr_error("cannot enable cpu in %s: %s", grp.domain,
+						       strerror(e));
 	}
 	if (kr_cgroup_create(grp.cpu) < 0)
 		return kr_error("cannot create cgroup %s: %s", grp.cpu, strerror(errno));

@@ -262,7 +262,7 @@ static int measure(struct phase *ph, double seconds)
 	double tick_ms = 1000.0 / (double)kr_user_hz();
 
 	atomic_store(&traffic_rate, ph->rate);
-	kr_sleep_ns(50000000); /* let the rate settle before the interval */
+	kr_sleep_ns(20000000); /* let the rate settle (and the backlog drain) */
 	unsigned long long tx0 = atomic_load(&packets_sent), rx0 = atomic_load(&packets_received);
 	double k0 = ksoftirqd_run_ns();
 	if (kr_read_proc_stat(&all, per0, KR_MAX_CPUS) <= victim_cpu)
@@ -334,7 +334,7 @@ static void phase_merge(struct phase *acc, const struct phase *p)
 /* Baseline and busy in IA_SLICES alternating slices (ABBA...): the host's own load drifts
  * (under TCG no steal is reported and it shows as lost time in both), and the subtraction
  * must see the same drift on both sides. */
-#define IA_SLICES 4
+#define IA_SLICES 10
 static int measure_pair(struct phase *b, struct phase *t, double tb, double tt)
 {
 	for (int k = 0; k < IA_SLICES; k++) {
