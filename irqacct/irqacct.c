@@ -780,7 +780,11 @@ static const struct kr_prog prog = {
 		"tick sampling misses the softirq time), and says whether the verdict agrees with\n"
 		"the kernel config. Pairs disturbed by other tasks (run delay) or by foreign\n"
 		"softirq load (baseline loss > 100 ms/s) are measured again within the time\n"
-		"budget; so is the idle regime when other tasks ran on the victim CPU.",
+		"budget; so is the idle regime when other tasks ran on the victim CPU.\n"
+		"ksoftirqd of the victim CPU runs at SCHED_FIFO 1 for the run (journaled): on\n"
+		"4.9-6.4 kernels, left behind the probe, it would take NET_RX off irq exit\n"
+		"(--ksoftirqd leave keeps it as it is). Baseline and busy alternate in 10\n"
+		"slices, so a drift of the host's load cancels.",
 	.example = "irqacct --rate 60000 --format json",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
 	.metric = "hidden",
