@@ -711,9 +711,10 @@ static const struct kr_prog prog = {
 		"A group that is throttled while it uses its quota is limited legitimately;\n"
 		"one throttled while it leaves quota unused is hit by per-CPU slice expiry\n"
 		"(512ac999d275, v4.18, fixed by de53fd7aedb1, v5.4) or slice hoarding.\n"
-		"On cgroup v2 the group is a threaded child of a domain holding the process:\n"
-		"only the workload threads are limited, the sampler is not. A v2 root that\n"
-		"cannot pass the cpu controller down (a container's) is SKIP 129.\n"
+		"On cgroup v2 the group is a threaded child of a domain holding the\n"
+		"process: only the workload threads are limited, the sampler is not.\n"
+		"A v2 root that cannot pass the cpu controller down (a container's) is\n"
+		"SKIP 129.\n"
 		"A window with host steal above 5% is not counted and is repeated.\n"
 		"--trigger sets kernel.sched_cfs_bandwidth_slice_us to 1 s (restored) and\n"
 		"runs the workers shape, so a fixed kernel FAILs too (positive control).",

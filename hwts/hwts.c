@@ -78,7 +78,7 @@ static const struct kr_option hwts_options[] = {
 	{ "peer", "IPV4", "address of a host running hwts --listen" },
 	{ "listen", NULL, "reflect packets back to their sender (the remote side)" },
 	{ "port", "N", "UDP port of --listen (default 7469; replies to port+1)" },
-	{ "late", "DUR", "late: kernel->user above the awake p50 + DUR (default 25us)" },
+	{ "late", "DUR", "late: above the awake p50 + DUR (25us)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -957,13 +957,14 @@ static const struct kr_prog prog = {
 		"Default path: a veth pair between two private namespaces (--path lo: their\n"
 		"loopback); two hosts: 'hwts --listen --duration 600' on one, and\n"
 		"'hwts --iface IF --peer ADDR' on the other.\n"
-		"Verdict: a packet is late when its kernel->user latency exceeds the awake p50\n"
-		"by more than --late (25 us); late_added = % late (idle) - % late (awake). Spikes\n"
-		"count whether they hit half the packets or a few (p50 or only p90/p99 moves);\n"
-		"host noise that delays both conditions alike cancels. Threshold 5 %: the\n"
-		"original saw kernel->user go from ~10 us to ~100 us (C6 exit 290 us); a\n"
-		"shallow state adds a few us. An idle condition in which the CPU entered idle\n"
-		"less than 0.5 times per packet (other tasks kept it busy) is SKIP 125.\n"
+		"Verdict: a packet is late when its kernel->user latency exceeds the\n"
+		"awake p50 by more than --late (25 us); late_added = % late (idle) -\n"
+		"% late (awake). Spikes count whether they hit half the packets or a\n"
+		"few (p50 or only p90/p99 moves); host noise that delays both\n"
+		"conditions alike cancels. Threshold 5 %: the original saw kernel->user\n"
+		"go from ~10 us to ~100 us (C6 exit 290 us); a shallow state adds a few\n"
+		"us. An idle condition in which the CPU entered idle less than 0.5\n"
+		"times per packet (other tasks kept it busy) is SKIP 125.\n"
 		"With no cpuidle states and --awake auto: SKIP 129 'no cpuidle states', with the\n"
 		"halt-wakeup penalty (idle vs spin) still printed.",
 	.example = "hwts --awake spin --cpu 1",

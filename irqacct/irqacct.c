@@ -732,7 +732,7 @@ static const struct kr_option options[] = {
 	{ "min-lost", "MS", "softirq loss in ms/s needed to judge (default 50)" },
 	{ "gap", "NS", "a probe clock step above this is lost time (default 1000 ns)" },
 	{ "ksoftirqd", "fifo|leave",
-	  "fifo: ksoftirqd of the victim CPU at SCHED_FIFO 1 for the run (default)" },
+	  "ksoftirqd/CPU at SCHED_FIFO 1 (default fifo)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -781,10 +781,10 @@ static const struct kr_prog prog = {
 		"the kernel config. Pairs disturbed by other tasks (run delay) or by foreign\n"
 		"softirq load (baseline loss > 100 ms/s) are measured again within the time\n"
 		"budget; so is the idle regime when other tasks ran on the victim CPU.\n"
-		"ksoftirqd of the victim CPU runs at SCHED_FIFO 1 for the run (journaled): on\n"
-		"4.9-6.4 kernels, left behind the probe, it would take NET_RX off irq exit\n"
-		"(--ksoftirqd leave keeps it as it is). Baseline and busy alternate in 10\n"
-		"slices, so a drift of the host's load cancels.",
+		"ksoftirqd of the victim CPU runs at SCHED_FIFO 1 for the run\n"
+		"(journaled): on 4.9-6.4 kernels, left behind the probe, it would take\n"
+		"NET_RX off irq exit (--ksoftirqd leave keeps it as it is). Baseline and\n"
+		"busy alternate in 10 slices, so a drift of the host's load cancels.",
 	.example = "irqacct --rate 60000 --format json",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
 	.metric = "hidden",
