@@ -974,7 +974,7 @@ static const struct kr_prog prog = {
 	.threshold = 5,
 	.threshold_min = 0,
 	.threshold_max = 100,
-	.rule = "FAIL when % of packets late (idle) - % late (awake) > threshold;\n"
+	.rule = "FAIL when % late (idle) - % late (awake) > threshold;\n"
 		"  late: kernel->user > awake p50 + --late (25 us)",
 	.duration_s = 6,
 	.duration_max_s = 30,
