@@ -704,6 +704,9 @@ static int run(const struct kr_opts *o)
 		if (repeat > 1 && npass && nfail)
 			return kr_inconclusive(hidden[r], "repeats disagree: %d PASS, %d FAIL", npass,
 					       nfail);
+		if (!(lost[r] >= opt_min_lost) && base[r].lost > IA_MAX_BASE_MS)
+			return kr_inconclusive(hidden[r], "softirq loss %.1f ms/s under a baseline "
+					       "loss of %.0f ms/s (host load?)", lost[r], base[r].lost);
 		if (!(lost[r] >= opt_min_lost) && moved_to_ksoftirqd(&base[r], &busy[r], lost[r]))
 			return kr_inconclusive(hidden[r], "NET_RX ran in ksoftirqd/%d (%.1f ms/s), "
 					       "not on irq exit (%.1f ms/s)%s", victim_cpu,
