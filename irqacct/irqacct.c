@@ -488,11 +488,14 @@ static int run(const struct kr_opts *o)
 	snprintf(tname, sizeof(tname), "ksoftirqd/%d", victim_cpu);
 	if (kr_find_tasks(tname, &ksoftirqd_tid, 1) < 1)
 		ksoftirqd_tid = 0;
+	/* refused (e.g. RT_GROUP_SCHED without RT runtime): measured as it is, and a run
+	 * whose NET_RX went to ksoftirqd says so in its SKIP */
 	if (opt_ksoftirqd_fifo && ksoftirqd_tid > 0) {
-		if (kr_journal_sched(ksoftirqd_tid, SCHED_FIFO, IA_KSOFTIRQD_PRIO) < 0)
-			return kr_error("%s to SCHED_FIFO %d: %s", tname, IA_KSOFTIRQD_PRIO,
-					strerror(errno));
-		ksoftirqd_fifo = true;
+		if (kr_journal_sched(ksoftirqd_tid, SCHED_FIFO, IA_KSOFTIRQD_PRIO) == 0)
+			ksoftirqd_fifo = true;
+		else
+			kr_warn("%s to SCHED_FIFO %d: %s: left as it is", tname,
+				IA_KSOFTIRQD_PRIO, strerror(errno));
 	}
 	kr_param("ksoftirqd", "%s", !ksoftirqd_tid ? "(not found)"
 				    : ksoftirqd_fifo ? "SCHED_FIFO 1 for the run (restored)"
