@@ -91,10 +91,11 @@ static void healthy_and_noise_pass(void **state)
 	spread(awake, spread(awake, 0, 285, 5, 12), 15, 500, 20000);
 	spread(idle, spread(idle, 0, 285, 9, 17), 15, 500, 20000);
 	assert_int_equal(verdict(idle, awake, &l), KR_PASS);
-	/* awake slower than idle: nothing added */
-	spread(awake, 0, N, 50, 90);
-	spread(idle, 0, N, 9, 17);
-	assert_int_equal(verdict(idle, awake, &l), KR_PASS);
+	/* awake slower than idle: other load hit the awake blocks, inconclusive (seen here
+	 * with builds running: idle 4 % late, awake 14 %) */
+	spread(awake, spread(awake, 0, 258, 40, 60), 42, 200, 5000);
+	spread(idle, spread(idle, 0, 288, 40, 60), 12, 200, 5000);
+	assert_int_equal(verdict(idle, awake, &l), KR_SKIP);
 }
 
 static void rule_edges(void **state)
@@ -102,7 +103,8 @@ static void rule_edges(void **state)
 	(void)state;
 	assert_int_equal(hwts_rule(5.0, 5.0), KR_PASS); /* at the threshold is not above */
 	assert_int_equal(hwts_rule(5.1, 5.0), KR_FAIL);
-	assert_int_equal(hwts_rule(-20.0, 5.0), KR_PASS);
+	assert_int_equal(hwts_rule(-5.0, 5.0), KR_PASS);
+	assert_int_equal(hwts_rule(-5.1, 5.0), KR_SKIP);
 	assert_int_equal(hwts_rule(NAN, 5.0), KR_ERROR); /* no samples is no verdict */
 	double one = 10;
 	struct hw_late l = hwts_late(&one, 1, &one, 0, 25);
@@ -119,7 +121,9 @@ static void idled_between_packets(void **state)
 {
 	(void)state;
 	/* loaded host: the "idle" CPU entered idle before 9 % of the packets */
-	uint64_t busy[2] = { 6, 21 }, quiet[2] = { 36, 156 }, poll_only[2] = { 280, 0 };
+	uint64_t busy[2] = { 6, 21 }, quiet[2] = { 6, 711 }, poll_only[2] = { 280, 0 },
+		 part[2] = { 9, 189 };
+	assert_false(hwts_idled(part, 2, 300)); /* 0.66 per packet: builds running */
 	assert_false(hwts_idled(busy, 2, 300));
 	assert_true(hwts_idled(quiet, 2, 300));
 	/* a governor that polls is idling too */
