@@ -253,6 +253,10 @@ static int setup_v2(const char *root)
 	snprintf(grp.cpu, sizeof(grp.cpu), "%s/workers", grp.domain);
 	if (kr_cgroup_create(grp.domain) < 0)
 		return kr_error("cannot create cgroup %s: %s", grp.domain, strerror(errno));
+	/* the domain competes with the rest of the machine: the largest weight there too */
+	snprintf(path, sizeof(path), "%s/cpu.weight", grp.domain);
+	if (kr_write_file(path, "10000") < 0)
+		return kr_error("cannot set %s: %s", path, strerror(errno));
 	if (kr_cgroup_enable(grp.domain, "cpu") < 0) {
 		int e = errno;
 		return v2_enable_refusal(e) ? v2_skip(root, e)
