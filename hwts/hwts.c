@@ -927,7 +927,7 @@ static int run(const struct kr_opts *o)
 	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
 		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
 	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
-	kr_cause("a guest's halt (VM exit and host wakeup) where the host does not poll");
+	kr_cause("a guest's halt: a VM exit and a host wakeup");
 	if (!have_states && cfg.awake == HW_AWAKE_AUTO)
 		return kr_skip(KR_EXIT_SKIP_MACHINE,
 			       "no cpuidle states (halt-wakeup penalty p50 %+.1f us, p99 %+.1f us)",
@@ -951,8 +951,8 @@ static int run(const struct kr_opts *o)
 		return kr_inconclusive(all.added, "awake %.0f%% late, idle %.0f%%", all.awake_pct,
 				       all.idle_pct);
 	}
-	return kr_verdict(final, all.added, "idle=%.0f%% awake=%.0f%% late>%.0fus p99=%+.0fus",
-			  all.idle_pct, all.awake_pct, all.limit, qi.p99 - qa.p99);
+	return kr_verdict(final, all.added, "idle=%.0f%% awake=%.0f%% late>%.0fus", all.idle_pct,
+			  all.awake_pct, all.limit);
 }
 
 static const struct kr_prog prog = {
