@@ -198,7 +198,80 @@ static void *worker_main(void *arg)
 static struct {
 	bool v2;
 	char cpu[300], acct[300]; /* group directories; acct "" when usage comes from v2 */
+	char domain[280];	  /* v2: the domain holding the process and the threaded group */
 } grp;
+
+/* Why enabling a v2 controller failed, when that is the machine's doing rather than the
+ * kernel's or ours: a group with processes in it cannot pass controllers down (EBUSY: a
+ * container's cgroup namespace root is such a group), a read-only or undelegated hierarchy
+ * refuses the write. NULL: an unexpected failure. */
+static const char *v2_enable_refusal(int err)
+{
+	switch (err) {
+	case EBUSY:	 /* domain controllers, or a kernel before threaded cgroups (4.14) */
+	case EOPNOTSUPP: /* a group with processes became a thread root: no domain below */
+		return "processes in it (a container?)";
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return "not writable (a container?)";
+	}
+	return NULL;
+}
+
+static int v2_skip(const char *group, int err)
+{
+	kr_say("The cpu controller cannot be passed down from %s:", group);
+	kr_say("a cgroup v2 group with processes in it (a container's cgroup");
+	kr_say("namespace root is one) or a read-only hierarchy cannot give it to");
+	kr_say("a child group. Run on the host, or in a delegated subtree.");
+	return kr_skip(KR_EXIT_SKIP_MACHINE, "cgroup %s: %s", group, v2_enable_refusal(err));
+}
+
+/* v2: domain krepro-fibtest-PID with cpu enabled for its child, the threaded group
+ * krepro-fibtest-PID/workers that gets the quota. Only the workload threads go into
+ * it (cgroup.threads); the process, with the sampling thread, stays in the domain, so
+ * the sampler is neither throttled nor counted in the group's usage. */
+static int setup_v2(const char *root)
+{
+	char path[400], procs[64];
+
+	/* A cgroup namespace (a container) shows a non-root group as the root: it has a
+	 * cgroup.type file, which the real root has not. With processes in it, the cpu
+	 * controller cannot be passed down to a domain below it: say so before any change. */
+	snprintf(path, sizeof(path), "%s/cgroup.type", root);
+	bool ns_root = access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", root);
+	if (ns_root && kr_read_file(path, procs, sizeof(procs)) > 0)
+		return v2_skip(root, EBUSY);
+	if (kr_cgroup_enable(root, "cpu") < 0) {
+		int e = errno;
+		return v2_enable_refusal(e) ? v2_skip(root, e)
+					    : kr_error("cannot enable cpu in %s: %s", root, strerror(e));
+	}
+	snprintf(grp.domain, sizeof(grp.domain), "%.240s/krepro-fibtest-%d", root, (int)getpid());
+	snprintf(grp.cpu, sizeof(grp.cpu), "%s/workers", grp.domain);
+	if (kr_cgroup_create(grp.domain) < 0)
+		return kr_error("cannot create cgroup %s: %s", grp.domain, strerror(errno));
+	/* the domain competes with the rest of the machine: the largest weight there too */
+	snprintf(path, sizeof(path), "%s/cpu.weight", grp.domain);
+	if (kr_write_file(path, "10000") < 0)
+		return kr_error("cannot set %s: %s", path, strerror(errno));
+	if (kr_cgroup_enable(grp.domain, "cpu") < 0) {
+		int e = errno;
+		return v2_enable_refusal(e) ? v2_skip(root, e)
+					    : kr_error("cannot enable cpu in %s: %s", grp.domain,
+						       strerror(e));
+	}
+	if (kr_cgroup_create(grp.cpu) < 0)
+		return kr_error("cannot create cgroup %s: %s", grp.cpu, strerror(errno));
+	snprintf(path, sizeof(path), "%s/cgroup.type", grp.cpu);
+	if (kr_write_file(path, "threaded") < 0)
+		return errno == ENOENT
+			       ? kr_skip(KR_EXIT_SKIP, "needs threaded cgroups (v4.14+): no %s", path)
+			       : kr_error("cannot make %s threaded: %s", grp.cpu, strerror(errno));
+	return 0;
+}
 
 static struct worker *workers;
 static int nworkers;
@@ -266,6 +339,21 @@ static int set_limits(int64_t quota_ns, int64_t period_ns, int64_t burst_ns)
 	if (kr_write_file(path, v) < 0 && (b || access(path, F_OK) == 0))
 		return -1;
 	return 0;
+}
+
+/* threads listed in a group (v1 "tasks", v2 "cgroup.threads"), -1 if unreadable */
+static int group_threads(const char *dir)
+{
+	static char text[64 * 1024];
+	char path[400];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, grp.v2 ? "cgroup.threads" : "tasks");
+	if (kr_read_file(path, text, sizeof(text)) < 0)
+		return -1;
+	for (char *p = text; *p; p++)
+		n += *p == '\n';
+	return text[0] ? n + 1 : 0; /* kr_read_file strips the last newline */
 }
 
 /* ---- one measurement window ---- */
@@ -402,9 +490,9 @@ static int run(const struct kr_opts *o)
 
 	/* the group, in every hierarchy that holds cpu or cpuacct */
 	if (grp.v2) {
-		if (kr_cgroup_enable(cg.v2, "cpu") < 0)
-			return kr_error("cannot enable cpu in %s: %s", cg.v2, strerror(errno));
-		snprintf(grp.cpu, sizeof(grp.cpu), "%s/krepro-fibtest-%d", cg.v2, (int)getpid());
+		int r = setup_v2(cg.v2);
+		if (r)
+			return r;
 	} else {
 		snprintf(grp.cpu, sizeof(grp.cpu), "%s/krepro-fibtest-%d", cg.v1_cpu, (int)getpid());
 		if (cg.v1_cpuacct[0] && strcmp(cg.v1_cpuacct, cg.v1_cpu))
@@ -413,7 +501,7 @@ static int run(const struct kr_opts *o)
 		else if (cg.v1_cpuacct[0])
 			snprintf(grp.acct, sizeof(grp.acct), "%s", grp.cpu);
 	}
-	if (kr_cgroup_create(grp.cpu) < 0)
+	if (!grp.v2 && kr_cgroup_create(grp.cpu) < 0)
 		return kr_error("cannot create cgroup %s: %s", grp.cpu, strerror(errno));
 	if (grp.acct[0] && strcmp(grp.acct, grp.cpu) && kr_cgroup_create(grp.acct) < 0)
 		return kr_error("cannot create cgroup %s: %s", grp.acct, strerror(errno));
@@ -433,14 +521,12 @@ static int run(const struct kr_opts *o)
 	}
 	kr_param("slice_us", "%ld", slice > 0 ? slice : slice_now);
 
-	/* threads: pinned before they run, each in the group before its first step */
-	if (grp.v2) {
-		if (kr_cgroup_attach_pid(grp.cpu, getpid()) < 0)
-			return kr_error("cannot move into %s: %s", grp.cpu, strerror(errno));
-	} else {
-		attach_to[0] = grp.cpu;
-		attach_to[1] = grp.acct[0] && strcmp(grp.acct, grp.cpu) ? grp.acct : NULL;
-	}
+	/* threads: pinned before they run, each in the group before its first step; on v2
+	 * the process (this sampler thread) stays in the unlimited domain above the group */
+	if (grp.v2 && kr_cgroup_attach_pid(grp.domain, getpid()) < 0)
+		return kr_error("cannot move into %s: %s", grp.domain, strerror(errno));
+	attach_to[0] = grp.cpu;
+	attach_to[1] = grp.acct[0] && strcmp(grp.acct, grp.cpu) ? grp.acct : NULL;
 	nworkers = (int)(fast + slow);
 	workers = calloc((size_t)nworkers, sizeof(*workers));
 	if (!workers || pthread_barrier_init(&start_line, NULL, (unsigned)nworkers + 1))
@@ -455,6 +541,12 @@ static int run(const struct kr_opts *o)
 	pthread_barrier_wait(&start_line);
 	if (attach_errors)
 		return kr_error("%d thread(s) could not join %s", (int)attach_errors, grp.cpu);
+	/* only the workload is limited: the sampler must not be throttled with it */
+	int in_group = group_threads(grp.cpu);
+	kr_measure("threads_in_group", in_group);
+	if (in_group != nworkers)
+		return kr_error("%d thread(s) in %s, expected the %d workload threads", in_group,
+				grp.cpu, nworkers);
 
 	kr_csv_open("repeat,t_ms,interval_ms,nr_periods,nr_throttled,throttled_ms,usage_ms,"
 		    "steal_pct");
@@ -483,6 +575,8 @@ static int run(const struct kr_opts *o)
 
 	kr_say("cgroup %s %s%s", grp.v2 ? "v2" : "v1", grp.cpu,
 	       grp.acct[0] && strcmp(grp.acct, grp.cpu) ? " (+cpuacct)" : "");
+	if (grp.v2)
+		kr_say("(threaded: the workload threads only, the sampler outside)");
 	kr_say("quota %.2f ms per %.2f ms period = %.2f CPU; %ld fast + %ld slow",
 	       (double)quota / 1e6, (double)period / 1e6, (double)quota / (double)period, fast,
 	       slow);
@@ -621,6 +715,10 @@ static const struct kr_prog prog = {
 		"A group that is throttled while it uses its quota is limited legitimately;\n"
 		"one throttled while it leaves quota unused is hit by per-CPU slice expiry\n"
 		"(512ac999d275, v4.18, fixed by de53fd7aedb1, v5.4) or slice hoarding.\n"
+		"On cgroup v2 the group is a threaded child of a domain holding the\n"
+		"process: only the workload threads are limited, the sampler is not.\n"
+		"A v2 root that cannot pass the cpu controller down (a container's) is\n"
+		"SKIP 129.\n"
 		"A window with host steal above 5% is not counted and is repeated.\n"
 		"--trigger sets kernel.sched_cfs_bandwidth_slice_us to 1 s (restored) and\n"
 		"runs the workers shape, so a fixed kernel FAILs too (positive control).",

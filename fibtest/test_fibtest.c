@@ -123,6 +123,20 @@ static void test_parse_by_key(void **state)
 	assert_int_equal(parse_cpu_stat("", &s), -1);
 }
 
+/* enabling +cpu at a v2 root that holds processes (a container's namespace root) is
+ * EBUSY: the machine's doing, SKIP 129 with the reason; anything else stays an ERROR */
+static void test_v2_enable_refusal(void **state)
+{
+	(void)state;
+	assert_non_null(v2_enable_refusal(EBUSY));
+	assert_non_null(strstr(v2_enable_refusal(EBUSY), "processes"));
+	assert_non_null(v2_enable_refusal(EOPNOTSUPP));
+	assert_non_null(v2_enable_refusal(EROFS));
+	assert_non_null(v2_enable_refusal(EACCES));
+	assert_null(v2_enable_refusal(EINVAL));
+	assert_null(v2_enable_refusal(ENOMEM));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +146,7 @@ int main(void)
 		cmocka_unit_test(test_parse_v1),
 		cmocka_unit_test(test_parse_v2),
 		cmocka_unit_test(test_parse_by_key),
+		cmocka_unit_test(test_v2_enable_refusal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

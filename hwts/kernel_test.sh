@@ -30,11 +30,27 @@ done
 "$prog" --awake never >/dev/null 2>&1; check "--awake never rejected" 128 $?
 "$prog" --iface eth0 >/dev/null 2>&1; check "--iface without --peer rejected" 128 $?
 
-# default: veth, --awake auto. With cpuidle states: PM QoS vs idle, PASS here (+20..70 us
-# measured, limit 100 us). Without: SKIP 129 "no cpuidle states" with the penalty printed.
-"$prog" --wait 120 --format json --csv "$tmp/s.csv" >"$tmp/d.json"; rc=$?
+# run ARGS...: hwts with up to 3 tries while it is inconclusive because other tasks kept
+# the receiver CPU from idling (SKIP 125 "idled"); sets rc
+run() {
+	local out=${@: -1}
+	for _ in 1 2 3; do
+		"$prog" --wait 120 "${@:1:$#-1}" >"$out"; rc=$?
+		[ $rc = 125 ] && grep -q 'idled' "$out" || return 0
+		echo "inconclusive (receiver CPU busy with other tasks), again"
+	done
+}
+skipped=0
+# default: veth, --awake auto. With cpuidle states: PM QoS vs idle; this haltpoll guest's
+# halt wakeup makes most idle packets late (+30..67 us at p50, late > awake p50 + 25 us):
+# FAIL. Without states: SKIP 129 "no cpuidle states" with the penalty printed.
+run --format json --csv "$tmp/s.csv" "$tmp/d.json"
 if [ $has_states = yes ]; then
-	check "default PASS" 0 $rc
+	if [ $rc = 125 ]; then
+		echo "default inconclusive 3 times: receiver CPU busy"; skipped=1
+	else
+		check "default FAIL (halt wakeup adds late packets)" 1 $rc
+	fi
 	check "default awake=pmqos" pmqos "$(json "$tmp/d.json" "j['parameters']['awake']")"
 else
 	check "default SKIP no cpuidle states" 129 $rc
@@ -46,21 +62,22 @@ check "veth: hardware path unsupported" True "$(json "$tmp/d.json" \
 	"j['measurements']['hardware_timestamps'].startswith('unsupported by kr')")"
 check "csv has every packet" True "$(json "$tmp/d.json" \
 	"j['measurements']['packets_sent'] + 1 == $(wc -l <"$tmp/s.csv")")"
+check "late shares reported" True "$(json "$tmp/d.json" \
+	"0 <= j['measurements']['late_idle_pct'] <= 100 and 0 <= j['measurements']['late_awake_pct'] <= 100")"
 
-# lo, --awake spin: a real verdict; the halt wakeup costs more than a spinning CPU (PASS at 100 us)
-"$prog" --wait 120 --path lo --awake spin --duration 3 --format json >"$tmp/lo.json"; rc=$?
-check "lo spin PASS" 0 $rc
-check "lo: idle p50 > awake p50" True "$(json "$tmp/lo.json" "j['metric']['value'] > 0")"
+# lo, --awake spin: the halt wakeup costs more than a spinning CPU: more idle packets late
+run --path lo --awake spin --duration 3 --format json "$tmp/lo.json"
+[ $rc = 125 ] && skipped=1 || check "lo spin FAIL" 1 $rc
+check "lo: more idle packets late" True "$(json "$tmp/lo.json" "j['metric']['value'] > 0")"
 check "lo: software TX stamps" True "$(json "$tmp/lo.json" "j['measurements']['user_to_qdisc_idle_p50_us'] > 0")"
 check "lo: hardware path unsupported" True "$(json "$tmp/lo.json" \
 	"j['measurements']['hardware_timestamps'].startswith('unsupported by lo')")"
 
-# positive control: the default comparison against a 10 us limit FAILs (measured here:
-# +31..68 us with PM QoS, +42..65 us with the spinner)
+# the other side of the rule: late only above awake p50 + 1 ms, which no wakeup here costs
 awake=pmqos; [ $has_states = yes ] || awake=spin
-"$prog" --wait 120 --awake $awake --threshold 10 --quiet >"$tmp/c.txt"; rc=$?
-check "$awake --threshold 10 FAIL" 1 $rc
-grep -q '^hwts: FAIL added_by_idle=' "$tmp/c.txt"; check "FAIL verdict line" 0 $?
+run --awake $awake --late 1ms --quiet "$tmp/c.txt"
+[ $rc = 125 ] && skipped=1 || check "$awake --late 1ms PASS" 0 $rc
+[ $rc = 125 ] || { grep -q '^hwts: PASS late_added=' "$tmp/c.txt"; check "PASS verdict line" 0 $?; }
 
 # SIGINT while a cpuidle state is disabled (--per-state): ERROR 128, everything restored
 if [ $has_states = yes ]; then
@@ -80,3 +97,4 @@ if [ $has_states = yes ]; then
 fi
 check "nothing left changed" "$before" "$(snapshot)"
 [ $failures = 0 ] || exit 1
+[ $skipped = 0 ] || exit 77

@@ -9,7 +9,14 @@ prog=${1:?usage: kernel_test.sh PATH/TO/irqacct}
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
+# ksoftirqd of the victim CPU (the last one) runs at SCHED_FIFO during a run: journaled
+victim=$(($(nproc) - 1))
+ksoftirqd_policy() { chrt -p "$(pgrep -x "ksoftirqd/$victim")" 2>/dev/null | tr '\n' ' '; }
+policy_before=$(ksoftirqd_policy)
+
 leftovers() { # $1: supervisor pid
+	[ "$(ksoftirqd_policy)" = "$policy_before" ] ||
+		bad "ksoftirqd/$victim not restored: $(ksoftirqd_policy), was $policy_before"
 	ls /run/krepro 2>/dev/null | grep -qw -- "journal.$1" && bad "journal of pid $1 left in /run/krepro"
 	pgrep -x irqacct >/dev/null && bad "an irqacct process is still running"
 	# the namespaces and veths are held by the process's fds only: gone with it

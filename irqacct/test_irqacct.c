@@ -79,6 +79,37 @@ static void metric_of_both_accounting_modes(void **state)
 	assert_true(fabs((irq_charged(&t) - irq_charged(&b)) / L) < 1e-9);
 }
 
+static void noirqtime_on_the_cmdline(void **state)
+{
+	(void)state;
+	assert_true(cmdline_noirqtime("tsc=noirqtime"));
+	assert_true(cmdline_noirqtime("ro quiet tsc=noirqtime console=ttyS0"));
+	assert_true(cmdline_noirqtime("tsc=reliable tsc=noirqtime"));
+	assert_false(cmdline_noirqtime("tsc=reliable panic=-1"));
+	assert_false(cmdline_noirqtime("foo.tsc=noirqtime"));
+	assert_false(cmdline_noirqtime(""));
+}
+
+/* 6.1 under TCG, ksoftirqd left at SCHED_OTHER behind the probe: NET_RX ran in ksoftirqd
+ * (11.8 ms/s) and the probe lost 10.4 ms/s: its own reason, not "raise --rate" */
+static void net_rx_in_ksoftirqd(void **state)
+{
+	(void)state;
+	struct phase b = { .ksoftirqd = 0.0 }, t = { .ksoftirqd = 11.8 };
+	assert_true(moved_to_ksoftirqd(&b, &t, 10.4));
+	/* 6.18 here: ksoftirqd 1.3 ms/s next to 372 ms/s lost on irq exit */
+	t.ksoftirqd = 1.3;
+	assert_false(moved_to_ksoftirqd(&b, &t, 372.0));
+	/* 6.1 under TCG with ksoftirqd at FIFO: it ran 29.9 ms/s, irq exit lost 143.6 */
+	t.ksoftirqd = 29.9;
+	assert_false(moved_to_ksoftirqd(&b, &t, 143.6));
+	t.ksoftirqd = 1.3;
+	/* a quiet run: neither */
+	assert_false(moved_to_ksoftirqd(&b, &t, 2.0));
+	t.ksoftirqd = NAN; /* no ksoftirqd found */
+	assert_false(moved_to_ksoftirqd(&b, &t, 2.0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -89,6 +120,8 @@ int main(void)
 		cmocka_unit_test(run_delay_is_inconclusive),
 		cmocka_unit_test(metric_of_both_accounting_modes),
 		cmocka_unit_test(verdict_against_config),
+		cmocka_unit_test(noirqtime_on_the_cmdline),
+		cmocka_unit_test(net_rx_in_ksoftirqd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,7 +59,9 @@ static void env_cmdline(void)
 {
 	static const char *const keys[] = { "isolcpus=", "nohz_full=", "idle=", "max_cstate=",
 					     "intel_idle.max_cstate=", "processor.max_cstate=",
-					     "threadirqs", "preempt=", "irqaffinity=", "rcu_nocbs=", NULL };
+					     "threadirqs", "preempt=", "irqaffinity=", "rcu_nocbs=",
+					     /* irq time accounting: tsc=noirqtime turns it off */
+					     "tsc=", "notsc", "clocksource=", "nohz=", NULL };
 	char cmd[4096], out[1024] = "";
 	size_t o = 0;
 
@@ -69,7 +71,7 @@ static void env_cmdline(void)
 		for (const char *const *k = keys; *k; k++)
 			if (!strncmp(tok, *k, strlen(*k)) && o < sizeof(out))
 				o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s", o ? " " : "", tok);
-	kr_env("cmdline", "%s", o ? out : "(none of isolcpus, nohz_full, idle=, max_cstate, threadirqs)");
+	kr_env("cmdline", "%s", o ? out : "(none of isolcpus, nohz_full, idle=, max_cstate, threadirqs, tsc=)");
 }
 
 static void env_sched_features(void)
@@ -98,27 +100,31 @@ static void env_sched_features(void)
 	kr_env("sched_features_off", "%s", o ? off : "(none)");
 }
 
+static int env_measured_cpu; /* kr_env_cpu() */
+
+void kr_env_cpu(int cpu)
+{
+	env_measured_cpu = cpu >= 0 ? cpu : 0;
+}
+
 static void env_cpuidle(void)
 {
+	struct kr_idle_state st[KR_MAX_IDLE_STATES];
 	char drv[64], gov[64], line[1024] = "";
 	size_t o = 0;
 
-	if (kr_read_file("/sys/devices/system/cpu/cpuidle/current_driver", drv, sizeof(drv)) < 0)
-		snprintf(drv, sizeof(drv), "(none)");
-	if (kr_read_file("/sys/devices/system/cpu/cpuidle/current_governor_ro", gov, sizeof(gov)) < 0 &&
-	    kr_read_file("/sys/devices/system/cpu/cpuidle/current_governor", gov, sizeof(gov)) < 0)
-		snprintf(gov, sizeof(gov), "(none)");
-	for (int i = 0; i < 16; i++) {
-		char p[128], name[32], lat[32];
-		snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu0/cpuidle/state%d/name", i);
-		if (kr_read_file(p, name, sizeof(name)) < 0)
-			break;
-		snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu0/cpuidle/state%d/latency", i);
-		if (kr_read_file(p, lat, sizeof(lat)) < 0)
-			snprintf(lat, sizeof(lat), "?");
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s:%sus", name, lat);
+	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
+	int n = kr_cpuidle_states(NULL, env_measured_cpu, st, KR_MAX_IDLE_STATES);
+	for (int i = 0; i < n && o < sizeof(line) - 64; i++) {
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s:", st[i].name);
+		o += (size_t)(st[i].latency_us < 0
+				      ? snprintf(line + o, sizeof(line) - o, "?us")
+				      : snprintf(line + o, sizeof(line) - o, "%ldus", st[i].latency_us));
+		if (strcmp(st[i].disable, "0"))
+			o += (size_t)snprintf(line + o, sizeof(line) - o, "(off)");
 	}
-	kr_env("cpuidle", "driver %s, governor %s, states%s", drv, gov, o ? line : " none");
+	kr_env("cpuidle", "cpu%d: driver %s, governor %s, states%s", env_measured_cpu, drv, gov,
+	       o ? line : " none");
 }
 
 static void env_cgroups(void)
@@ -247,15 +253,19 @@ static void env_virt(void)
 
 static void env_cpufreq(void)
 {
-	char gov[64], drv[64];
+	char p[128], gov[64], drv[64];
 
-	if (kr_read_file("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov, sizeof(gov)) < 0) {
-		kr_env("cpufreq", "(no cpufreq driver)");
+	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor",
+		 env_measured_cpu);
+	if (kr_read_file(p, gov, sizeof(gov)) < 0) {
+		kr_env("cpufreq", "cpu%d: (no cpufreq driver)", env_measured_cpu);
 		return;
 	}
-	if (kr_read_file("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", drv, sizeof(drv)) < 0)
+	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver",
+		 env_measured_cpu);
+	if (kr_read_file(p, drv, sizeof(drv)) < 0)
 		snprintf(drv, sizeof(drv), "?");
-	kr_env("cpufreq", "driver %s, governor %s", drv, gov);
+	kr_env("cpufreq", "cpu%d: driver %s, governor %s", env_measured_cpu, drv, gov);
 }
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a

@@ -232,6 +232,23 @@ int kr_kconfig(const char *option, char *buf, size_t len);
 /* parse the same from config text (for tests) */
 int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len);
 
+/* ---- cpuidle (of one CPU: the one a phenomenon is measured on, not cpu0) ---- */
+#define KR_MAX_IDLE_STATES 16
+struct kr_idle_state {
+	char name[32];
+	char disable[8];	/* the raw "disable" file ("0", "1"), "?" if unreadable */
+	long latency_us, residency_us; /* exit latency, target residency; -1 if unreadable */
+	uint64_t usage;		/* entries so far */
+};
+/* The cpuidle states of cpu under sysdir (NULL: /sys/devices/system/cpu), at most max;
+ * returns how many (0: no cpuidle states). */
+int kr_cpuidle_states(const char *sysdir, int cpu, struct kr_idle_state *st, int max);
+/* path of one state file ("usage", "disable", ...) of cpu's state k */
+void kr_cpuidle_path(const char *sysdir, int cpu, int k, const char *file, char *buf,
+		     size_t len);
+/* cpuidle driver and governor, "none" when absent */
+void kr_cpuidle_driver(const char *sysdir, char *drv, size_t dlen, char *gov, size_t glen);
+
 /* ---- CPUs and scheduling ---- */
 int kr_nr_cpus_online(void);
 int kr_online_cpus(cpu_set_t *set);
@@ -321,6 +338,9 @@ int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd);
  * "group:cgroup", "group:memory", "group:numa", "group:virt") to the report environment. */
 void kr_env_standard(const char *const *knobs);
 extern const char *const kr_env_groups[]; /* every group: what scripts/envinfo prints */
+/* The CPU a phenomenon is measured on: "group:cpuidle" and "group:cpufreq" describe it
+ * (default cpu0). Call before kr_env_standard. */
+void kr_env_cpu(int cpu);
 /* print the environment collected so far: "key: value" lines, or one JSON object */
 void kr_env_print(FILE *f, bool json);
 void kr_kmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

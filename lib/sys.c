@@ -630,3 +630,53 @@ int kr_watchdog_disarm(struct kr_watchdog *w)
 		kr_warn("watchdog: the RT loop overran its deadline and was demoted to SCHED_OTHER");
 	return fired;
 }
+
+/* ---- cpuidle ---- */
+
+void kr_cpuidle_path(const char *sysdir, int cpu, int k, const char *file, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/cpu%d/cpuidle/state%d/%s", sysdir ? sysdir : "/sys/devices/system/cpu",
+		 cpu, k, file);
+}
+
+int kr_cpuidle_states(const char *sysdir, int cpu, struct kr_idle_state *st, int max)
+{
+	char p[512], v[64];
+	int n = 0;
+
+	for (; n < max; n++) {
+		struct kr_idle_state *s = &st[n];
+		memset(s, 0, sizeof(*s));
+		kr_cpuidle_path(sysdir, cpu, n, "name", p, sizeof(p));
+		if (kr_read_file(p, s->name, sizeof(s->name)) < 0)
+			break;
+		kr_cpuidle_path(sysdir, cpu, n, "latency", p, sizeof(p));
+		s->latency_us = kr_read_file(p, v, sizeof(v)) > 0 ? atol(v) : -1;
+		kr_cpuidle_path(sysdir, cpu, n, "residency", p, sizeof(p));
+		s->residency_us = kr_read_file(p, v, sizeof(v)) > 0 ? atol(v) : -1;
+		kr_cpuidle_path(sysdir, cpu, n, "disable", p, sizeof(p));
+		if (kr_read_file(p, s->disable, sizeof(s->disable)) < 0)
+			snprintf(s->disable, sizeof(s->disable), "?");
+		kr_cpuidle_path(sysdir, cpu, n, "usage", p, sizeof(p));
+		if (kr_read_u64(p, &s->usage) < 0)
+			s->usage = 0;
+	}
+	return n;
+}
+
+void kr_cpuidle_driver(const char *sysdir, char *drv, size_t dlen, char *gov, size_t glen)
+{
+	char p[512];
+	const char *d = sysdir ? sysdir : "/sys/devices/system/cpu";
+
+	snprintf(p, sizeof(p), "%s/cpuidle/current_driver", d);
+	if (kr_read_file(p, drv, dlen) <= 0)
+		snprintf(drv, dlen, "none");
+	/* current_governor_ro before 5.x sysfs_switch; current_governor after */
+	snprintf(p, sizeof(p), "%s/cpuidle/current_governor_ro", d);
+	if (kr_read_file(p, gov, glen) <= 0) {
+		snprintf(p, sizeof(p), "%s/cpuidle/current_governor", d);
+		if (kr_read_file(p, gov, glen) <= 0)
+			snprintf(gov, glen, "none");
+	}
+}

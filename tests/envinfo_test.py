@@ -49,8 +49,16 @@ n = sum(1 for p in os.listdir("/proc") if p.isdigit() and
         os.path.exists(f"/proc/{p}/comm") and read(f"/proc/{p}/comm").startswith("ksoftirqd/"))
 check(env["threads_ksoftirqd"].startswith(f"{n}, "), f"threads_ksoftirqd {env['threads_ksoftirqd']!r} vs {n}")
 drv = read("/sys/devices/system/cpu/cpuidle/current_driver") if os.path.exists(
-    "/sys/devices/system/cpu/cpuidle/current_driver") else "(none)"
-check(env["cpuidle"].startswith(f"driver {drv},"), f"cpuidle {env['cpuidle']!r}")
+    "/sys/devices/system/cpu/cpuidle/current_driver") else "none"
+# envinfo describes cpu0 (a program names the CPU it measures, kr_env_cpu)
+check(env["cpuidle"].startswith(f"cpu0: driver {drv},"), f"cpuidle {env['cpuidle']!r}")
+names = []
+for k in range(16):
+    p = f"/sys/devices/system/cpu/cpu0/cpuidle/state{k}/name"
+    if not os.path.exists(p):
+        break
+    names.append(read(p))
+check(all(f" {n}:" in env["cpuidle"] for n in names), f"cpuidle states {env['cpuidle']!r} vs {names}")
 if os.path.exists("/proc/config.gz"):
     cfg = gzip.open("/proc/config.gz", "rt").read()
     hz = re.search(r"^CONFIG_HZ=(\d+)$", cfg, re.M)
@@ -58,7 +66,7 @@ if os.path.exists("/proc/config.gz"):
     ita = "y" if re.search(r"^CONFIG_IRQ_TIME_ACCOUNTING=y$", cfg, re.M) else "n"
     check(f"IRQ_TIME_ACCOUNTING={ita}" in env["config"], f"config IRQ_TIME_ACCOUNTING {env['config']!r}")
 cmd = read("/proc/cmdline")
-for key in ("isolcpus=", "nohz_full="):
+for key in ("isolcpus=", "nohz_full=", "tsc="):
     m = re.search(r"(?:^| )(" + key + r"\S*)", cmd)
     check((m.group(1) in env["cmdline"]) if m else (key not in env["cmdline"] or "none of" in env["cmdline"]),
           f"cmdline {env['cmdline']!r}")

@@ -8,7 +8,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static char text[64 * 1024];
@@ -153,12 +156,87 @@ static void test_mountinfo(void **state)
 	assert_int_equal(kr_cgroups_parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", &cg), -1);
 }
 
+/* a sysfs cpu directory of our own: cpu0 with POLL only, cpu3 with POLL, C1 and a
+ * disabled C6 (exit 290 us, the original investigation's); the governor only in the
+ * newer current_governor file */
+static void put(const char *dir, const char *rel, const char *value)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	char *slash = strrchr(path, '/');
+	for (char *p = path + strlen(dir) + 1; p < slash; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(path, 0755);
+			*p = '/';
+		}
+	*slash = 0;
+	mkdir(path, 0755);
+	*slash = '/';
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", value);
+	fclose(f);
+}
+
+static void test_cpuidle(void **state)
+{
+	char dir[] = "/tmp/krepro-test-cpuidle-XXXXXX", p[600], drv[64], gov[64];
+	struct kr_idle_state st[KR_MAX_IDLE_STATES];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	put(dir, "cpu0/cpuidle/state0/name", "POLL");
+	const char *const names[] = { "POLL", "C1", "C6" }, *const lat[] = { "0", "1", "290" },
+			  *const dis[] = { "0", "0", "1" }, *const use[] = { "5", "9690", "1702644" };
+	for (int k = 0; k < 3; k++) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "cpu3/cpuidle/state%d/name", k);
+		put(dir, rel, names[k]);
+		snprintf(rel, sizeof(rel), "cpu3/cpuidle/state%d/latency", k);
+		put(dir, rel, lat[k]);
+		snprintf(rel, sizeof(rel), "cpu3/cpuidle/state%d/disable", k);
+		put(dir, rel, dis[k]);
+		snprintf(rel, sizeof(rel), "cpu3/cpuidle/state%d/usage", k);
+		put(dir, rel, use[k]);
+	}
+	put(dir, "cpuidle/current_driver", "intel_idle");
+	put(dir, "cpuidle/current_governor", "menu");
+
+	assert_int_equal(kr_cpuidle_states(dir, 3, st, KR_MAX_IDLE_STATES), 3);
+	assert_string_equal(st[2].name, "C6");
+	assert_int_equal(st[2].latency_us, 290);
+	assert_int_equal(st[2].residency_us, -1); /* no file */
+	assert_string_equal(st[2].disable, "1");
+	assert_int_equal(st[2].usage, 1702644);
+	assert_string_equal(st[1].disable, "0");
+	assert_int_equal(kr_cpuidle_states(dir, 0, st, KR_MAX_IDLE_STATES), 1);
+	assert_string_equal(st[0].disable, "?");
+	assert_int_equal(kr_cpuidle_states(dir, 1, st, KR_MAX_IDLE_STATES), 0);
+	assert_int_equal(kr_cpuidle_states(dir, 3, st, 2), 2); /* at most max */
+	kr_cpuidle_path(dir, 3, 2, "disable", p, sizeof(p));
+	assert_non_null(strstr(p, "/cpu3/cpuidle/state2/disable"));
+	kr_cpuidle_driver(dir, drv, sizeof(drv), gov, sizeof(gov));
+	assert_string_equal(drv, "intel_idle");
+	assert_string_equal(gov, "menu");
+	put(dir, "cpuidle/current_governor_ro", "haltpoll");
+	kr_cpuidle_driver(dir, drv, sizeof(drv), gov, sizeof(gov));
+	assert_string_equal(gov, "haltpoll");
+	kr_cpuidle_driver("/nonexistent", drv, sizeof(drv), gov, sizeof(gov));
+	assert_string_equal(drv, "none");
+	assert_string_equal(gov, "none");
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_cpu_stat),
 		cmocka_unit_test(test_schedstat), cmocka_unit_test(test_taskstat),
 		cmocka_unit_test(test_kconfig),	  cmocka_unit_test(test_mountinfo),
+		cmocka_unit_test(test_cpuidle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
