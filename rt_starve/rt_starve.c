@@ -230,14 +230,13 @@ static void *echo_main(void *arg)
 /* Steer the server veth's bottom half to the victim CPU. Returns 0, or an exit code. */
 static int steer_ksoftirqd(struct lab *lab)
 {
-	char path[128], mask[64], name[32];
+	char path[128], mask[KR_CPUMASK_LEN], name[32];
 	int nq = 0;
+	cpu_set_t one;
 
-	/* a mask of one CPU, in the comma-separated 32-bit words sysfs expects */
-	int words = lab->victim / 32 + 1, o = 0;
-	for (int w = words - 1; w >= 0; w--)
-		o += snprintf(mask + o, sizeof(mask) - (size_t)o, "%s%x", w == words - 1 ? "" : ",",
-			      w == lab->victim / 32 ? 1u << (lab->victim % 32) : 0u);
+	CPU_ZERO(&one);
+	CPU_SET(lab->victim, &one);
+	kr_format_cpumask(&one, 0, mask, sizeof(mask));
 	for (int q = 0; q < 64; q++) {
 		snprintf(path, sizeof(path), "class/net/%s/queues/rx-%d/rps_cpus", lab->if_server, q);
 		if (kr_netns_sysfs_write(lab->ns_server, path, mask) < 0) {
@@ -645,22 +644,16 @@ static int rs_run(const struct kr_opts *o)
 	struct lab lab;
 	pthread_t et;
 	char key[64];
-	int ncpu = kr_nr_cpus_online();
-	cpu_set_t online;
+	cpu_set_t usable;
+	char iso[32];
 
 	memset(&lab, 0, sizeof(lab));
 	lab.ns_client = lab.ns_server = -1;
-	/* requirements first, before anything changes */
-	if (ncpu < 2)
-		return kr_skip(129, "needs 2 CPUs (the victim CPU and one for client and server)");
-	kr_online_cpus(&online);
-	lab.victim = o->cpu >= 0 ? o->cpu : ncpu - 1;
-	if (!CPU_ISSET(lab.victim, &online))
-		return kr_error("--cpu %d is not online", lab.victim);
-	lab.other = -1;
-	for (int c = 0; c < CPU_SETSIZE && lab.other < 0; c++)
-		if (c != lab.victim && CPU_ISSET(c, &online))
-			lab.other = c;
+	/* requirements first, before anything changes; --cpu was checked by kr_main */
+	kr_usable_cpus(&usable);
+	if (kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other) < 0 || lab.other < 0)
+		return kr_skip(129, "needs 2 usable CPUs (the victim CPU and one for client "
+			       "and server)");
 	int mit_prio = (int)opt_prio + 1;
 
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:thread_policies",
@@ -669,7 +662,8 @@ static int rs_run(const struct kr_opts *o)
 					       "sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ",
 					       "config:CONFIG_PREEMPT_RT", NULL });
 	kr_param("path", "%s", opt_path == PATH_NAPI ? "napi" : "ksoftirqd");
-	kr_param("cpu", "%d", lab.victim);
+	kr_param("cpu", "%d%s%s", lab.victim,
+		 *kr_cpu_isolation(lab.victim, iso, sizeof(iso)) ? " " : "", iso);
 	kr_param("window", "%.0fms", (double)opt_window / 1e6);
 	kr_param("interval", "%.1fms", (double)opt_interval / 1e6);
 	kr_param("duration", "%.2fs", o->duration_s);
