@@ -890,15 +890,17 @@ static int rs_run(const struct kr_opts *o)
 		       "does not apply (%s)", bh_cause);
 	const char *path = opt_path == PATH_NAPI ? "napi" : "ksoftirqd";
 	int need = o->repeat < 2 ? o->repeat : 2;
+	/* short reasons: the verdict line goes into mails (72 columns) */
 	if (nconcl == 0 && nprovoked == 0)
-		return kr_inconclusive(med, "%s never woken in %d windows: the deferral was not "
-				       "provoked", lab.bh_name[0], attempts);
+		return kr_inconclusive(med, "%s never woken in %d windows (not provoked)",
+				       lab.bh_name[0], attempts);
+	if (nconcl == 0)
+		return kr_inconclusive(med, "too few echoes in %d provoked windows", nprovoked);
 	if (verdict == KR_SKIP)
-		return kr_inconclusive(med, "windows disagree or too few echoes: %d pass, %d fail "
-				       "of %d", npass, nfail, attempts);
+		return kr_inconclusive(med, "windows disagree: %d pass, %d fail", npass, nfail);
 	if (nconcl < need)
-		return kr_inconclusive(med, "only %d of %d windows provoked and conclusive "
-				       "(need %d)", nconcl, attempts, need);
+		return kr_inconclusive(med, "%d of %d windows counted, need %d", nconcl,
+				       attempts, need);
 	if (opt_path == PATH_NAPI)
 		return kr_verdict(verdict, med, "out_p50=%.3fms path=%s", out_p50, path);
 	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s woken=%d/%d", out_p50, path,
