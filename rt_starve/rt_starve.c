@@ -51,7 +51,7 @@
 #define RS_MAX_ATTEMPTS 201 /* windows tried: 2 x --repeat (<= 100) + 1 */
 #define GSO_SEGMENT 1400
 #define GSO_SEGMENTS 44 /* 44 x 1400 bytes: one 61.6 KB datagram, segmented on receive */
-/* The burst goes to the limited broadcast address, where FANOUT sockets listen: the victim's
+/* The burst goes to the limited broadcast address, where SINK_FANOUT sockets listen: the victim's
  * softirq clones and segments every datagram FANOUT times, so it cannot keep up with one
  * sender even when the sender is as slow as the receiver (TCG), and its backlog grows. */
 #define SINK_FANOUT 8
@@ -121,8 +121,8 @@ static void rtt_summarize(double *rtt, int got, int sent, struct rtt_summary *s)
  * window (the median is about half the window), while a host stall under a VM delays a few
  * probes on either side by tens of ms (seen: out-of-window p99 59 ms under TCG), which a
  * max or p99 would read as starvation or as a noisy baseline. A window says nothing
- * (SKIP) when the bottom-half thread was never woken in it (provoked: the deferral did not happen, so the path was not tested),
- * or when either side has too few echoes (fewer than half the in-window probes came back,
+ * (SKIP) when the bottom-half thread was never woken in it (not provoked: the deferral
+ * did not happen, the path was not tested), or when either side has too few echoes (fewer than half the in-window probes came back,
  * or under 10 outside). In-window probes lost while the victim CPU dropped packets count
  * as starved: its backlog overflowed because nothing drained it (old kernels, whose veth
  * segments the burst on the sender side, fill netdev_max_backlog that way). */
@@ -485,6 +485,7 @@ static int softnet_read(int cpu, uint64_t v[3])
 struct bh_evidence {
 	int samples, runnable;	     /* polls of the thread's state during the window */
 	double waited_ms;	     /* schedstat run_delay growth, window start to repeat end */
+	double waited_in_window_ms;  /* the same, until just before the burner ended */
 	uint64_t ran_in_window;	     /* schedstat timeslices during the window */
 };
 
@@ -502,10 +503,11 @@ struct repeat_result {
 	enum kr_verdict v;
 };
 
-/* the deferral happened: the thread was runnable under the burner, ran, or waited */
+/* the deferral happened in the window: the thread was runnable under the burner, ran, or
+ * waited for a CPU (a wait after the window does not count) */
 static bool bh_evidence_woken(const struct bh_evidence *e)
 {
-	return e->runnable > 0 || e->ran_in_window > 0 || e->waited_ms >= 1.0;
+	return e->runnable > 0 || e->ran_in_window > 0 || e->waited_in_window_ms >= 1.0;
 }
 
 /* woken: runnable now, or has run since `slices` (when it outranks the burner) */
@@ -612,6 +614,7 @@ static int run_repeat(struct lab *lab, const struct kr_opts *o, int rep, struct 
 		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss2[i]);
 		res->bh[i].waited_ms = (double)(ss2[i].wait_ns - ss0[i].wait_ns) / 1e6;
 		res->bh[i].ran_in_window = ss1[i].slices - ss0[i].slices;
+		res->bh[i].waited_in_window_ms = (double)(ss1[i].wait_ns - ss0[i].wait_ns) / 1e6;
 	}
 	for (int k = 0; k < 3; k++)
 		res->softnet[k] = sn1[k] - sn0[k];
