@@ -498,6 +498,7 @@ struct repeat_result {
 	int64_t burst_end;
 	double burst_ms;
 	bool burst_woke;	     /* the burst stopped because ksoftirqd/N was woken */
+	bool burst_full;	     /* ... because the victim's backlog overflowed */
 	int lost_in, lost_out;
 	bool provoked;		     /* a bottom-half thread was woken in the window */
 	enum kr_verdict v;
@@ -539,15 +540,23 @@ static void send_burst(const struct lab *lab, int64_t deadline, uint64_t slices,
 	if (!lab->gso && chunk > lab->max_backlog / 4)
 		chunk = lab->max_backlog / 4 > 1 ? lab->max_backlog / 4 : 1;
 	int64_t t = kr_now_ns(), until = t + opt_window / 5;
+	uint64_t sn0[3] = { 0 }, sn[3] = { 0 };
 
 	if (until > deadline)
 		until = deadline;
+	softnet_read(lab->victim, sn0);
 	for (long i = 0; i < max && kr_now_ns() < until;) {
 		for (long k = 0; k < chunk && i < max; k++, i++)
 			/* never block: a starved receiver must not stall this thread */
 			res->burst_sent += send(lab->burst_fd, payload, len, MSG_DONTWAIT) > 0;
 		if (bh_woken(lab, slices)) {
 			res->burst_woke = true;
+			break;
+		}
+		/* the victim's backlog overflowed: more would only be dropped, and would
+		 * still fill it when the window's probes arrive */
+		if (softnet_read(lab->victim, sn) == 0 && sn[1] > sn0[1]) {
+			res->burst_full = true;
 			break;
 		}
 	}
@@ -680,7 +689,7 @@ static void say_evidence(const struct lab *lab, const struct repeat_result *r)
 	char burst[64] = "";
 	if (opt_path == PATH_KSOFTIRQD && opt_burst > 0)
 		snprintf(burst, sizeof(burst), "; burst %ld/%.1fms%s", r->burst_sent, r->burst_ms,
-			 r->burst_woke ? "" : " no wake");
+			 r->burst_woke ? "" : r->burst_full ? " full" : " no wake");
 	kr_say("       CPU %d NET_RX: %llu skbs, %llu dropped, %llu squeezed%s", lab->victim,
 	       (unsigned long long)r->softnet[0], (unsigned long long)r->softnet[1],
 	       (unsigned long long)r->softnet[2], burst);
