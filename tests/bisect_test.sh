@@ -51,7 +51,8 @@ check() { # NAME GOOD BAD CULPRIT PROGRAM ARGS...
 }
 vmopts="$* --wait 900"
 check rt_starve rt-good rt-bad rt-culprit "$static/rt_starve/rt_starve" --quiet
-check fibtest fib-good fib-bad fib-culprit "$static/fibtest/fibtest" --quiet
+# fibtest: a 3 s window and 0.96: the default (1 s, 0.90) FAILed 6 of 10 runs on fib-bad
+check fibtest fib-good fib-bad fib-culprit "$static/fibtest/fibtest" --quiet --duration 3 --max-efficiency 0.96
 [ "$fails" = 0 ] && echo "PASS" && exit 0
 echo "FAILED: $fails"
 exit 1
