@@ -543,9 +543,14 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	dio_irq_snapshot(dev, irq_before, ncpu);
 	pthread_barrier_init(&barrier, NULL, (unsigned)nw + 1);
 	for (int i = 0; i < nw; i++) {
+		void *(*fn)(void *) = cfg.sync ? dio_sync_worker : dio_uring_worker;
 		w[i] = (struct dio_worker){ .ph = ph, .barrier = &barrier, .fd = fd };
-		if (kr_thread_start(&th[i], ph->cpu, SCHED_OTHER, 0,
-				    cfg.sync ? dio_sync_worker : dio_uring_worker, &w[i]) < 0)
+		if (kr_thread_start(&th[i], ph->cpu, SCHED_OTHER, 0, fn, &w[i]) == 0)
+			continue;
+		/* cannot pin there (the CPU went offline?): the worker still meets the
+		 * barrier, unpinned, and ends at once with the error */
+		w[i].err = errno;
+		if (kr_thread_start(&th[i], -1, SCHED_OTHER, 0, fn, &w[i]) < 0)
 			abort(); /* the barrier would wait forever; the supervisor restores */
 	}
 	pthread_barrier_wait(&barrier);
@@ -747,20 +752,28 @@ static int dio_run(const struct kr_opts *o)
 			return kr_error("io_uring_queue_init: %s", strerror(-r));
 		io_uring_queue_exit(&probe);
 	}
-	if (cfg.control && ncpu < 2)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "--control needs 2 CPUs");
 	dio_find_device(st.st_dev, &dev);
 
-	/* the CPU whose kworkers complete the writes */
-	int ccpu = o->cpu, nirqcpu = CPU_COUNT(&dev.irq_cpus);
-	if (ccpu >= 0) {
+	/* the CPU whose kworkers complete the writes: the submitter is pinned there, so it
+	 * must be usable (online and in this process's affinity) */
+	cpu_set_t usable, irq_usable;
+	char cpus[256], iso[32];
+	int ccpu = -1, other = -1, nirqcpu = CPU_COUNT(&dev.irq_cpus);
+	kr_usable_cpus(&usable);
+	CPU_AND(&irq_usable, &dev.irq_cpus, &usable);
+	if (o->cpu >= 0) {
+		kr_cpu_pick(&usable, o->cpu, &ccpu, &other);
 		snprintf(how, sizeof(how), "given with --cpu");
 	} else if (dev.rq_affinity == 2) {
-		ccpu = ncpu - 1;
+		kr_cpu_pick(&usable, -1, &ccpu, &other);
 		snprintf(how, sizeof(how), "rq_affinity=2: completes on the submitter's CPU");
 	} else if (nirqcpu >= 1) {
-		for (ccpu = KR_MAX_CPUS - 1; ccpu > 0 && !CPU_ISSET(ccpu, &dev.irq_cpus); ccpu--)
-			;
+		if (kr_cpu_pick(&irq_usable, -1, &ccpu, &other) < 0)
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "the I/O of %s completes on CPU %s, "
+				       "outside this process's CPUs %s: give --cpu", dev.name,
+				       kr_format_cpulist(&dev.irq_cpus, how, sizeof(how)),
+				       kr_format_cpulist(&usable, cpus, sizeof(cpus)));
+		kr_cpu_pick(&usable, ccpu, &ccpu, &other);
 		if (nirqcpu == 1)
 			snprintf(how, sizeof(how), "%s: effective affinity %d", dev.irq_desc, ccpu);
 		else
@@ -769,10 +782,12 @@ static int dio_run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s "
 			       "(no MSI interrupts found): give --cpu", dev.name[0] ? dev.name : cfg.dir);
 	}
-	int other = -1;
-	for (int c = 0; c < ncpu && other < 0; c++)
-		if (c != ccpu)
-			other = c;
+	if (ccpu < 0)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no usable CPU (affinity %s)",
+			       kr_format_cpulist(&usable, cpus, sizeof(cpus)));
+	if (cfg.control && other < 0)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "--control needs 2 usable CPUs");
+	kr_cpu_isolation(ccpu, iso, sizeof(iso));
 
 	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.name);
 	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.name);
@@ -788,7 +803,7 @@ static int dio_run(const struct kr_opts *o)
 	kr_param("iodepth", "%d", cfg.iodepth);
 	kr_param("block", "%d B random O_DIRECT writes", DIO_BLOCK);
 	kr_param("duration", "%.1f s per phase (RT phases <= 3 s)", o->duration_s);
-	kr_param("completion_cpu", "%d", ccpu);
+	kr_param("completion_cpu", "%d%s%s", ccpu, *iso ? " " : "", iso);
 	kr_param("submitter", "SCHED_FIFO %d in the RT phases", SUBMITTER_PRIO);
 	kr_param("mitigate", "%s", o->mitigate ? "kworkers at SCHED_FIFO 60" : "no");
 	kr_param("repeat", "%d", o->repeat);

@@ -390,7 +390,7 @@ static int ns_tx = -1, ns_rx = -1;
 
 static int setup_network(int *tx_sock, int *rx_sock, char *err, size_t errlen)
 {
-	char a[16], b[16], rps_path[96], mask[64];
+	char a[16], b[16], rps_path[96], mask[KR_CPUMASK_LEN];
 	int pidtag = (int)(getpid() % 100000);
 
 	snprintf(a, sizeof(a), "kr%da", pidtag);
@@ -406,10 +406,10 @@ static int setup_network(int *tx_sock, int *rx_sock, char *err, size_t errlen)
 	/* RPS: the receive softirq of the receiving veth runs on the victim CPU. The sysfs of
 	 * the host namespace does not show this veth: write it from inside. */
 	snprintf(rps_path, sizeof(rps_path), "class/net/%s/queues/rx-0/rps_cpus", b);
-	int words = victim_cpu / 32;
-	int n = snprintf(mask, sizeof(mask), "%x", 1u << (victim_cpu % 32));
-	for (int i = 0; i < words && n < (int)sizeof(mask) - 10; i++)
-		n += snprintf(mask + n, sizeof(mask) - (size_t)n, ",00000000");
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(victim_cpu, &one);
+	kr_format_cpumask(&one, 0, mask, sizeof(mask));
 	if (kr_netns_sysfs_write(ns_rx, rps_path, mask) < 0) {
 		snprintf(err, errlen, "write %s in the namespace: %s", rps_path, strerror(errno));
 		return -1;
@@ -440,17 +440,10 @@ static int run(const struct kr_opts *o)
 	int repeat = o->repeat > 0 ? o->repeat : 1;
 
 	/* requirements first */
-	if (kr_nr_cpus_online() < 2)
-		return kr_skip(129, "needs 2 online CPUs (a victim CPU and one for the traffic)");
-	victim_cpu = o->cpu >= 0 ? o->cpu : kr_nr_cpus_online() - 1;
-	cpu_set_t online;
-	kr_online_cpus(&online);
-	other_cpu = -1;
-	for (int c = 0; c < CPU_SETSIZE && other_cpu < 0; c++)
-		if (c != victim_cpu && CPU_ISSET(c, &online))
-			other_cpu = c;
-	if (other_cpu < 0 || !CPU_ISSET(victim_cpu, &online))
-		return kr_skip(129, "needs an online CPU other than the victim CPU %d", victim_cpu);
+	cpu_set_t usable;
+	kr_usable_cpus(&usable);
+	if (kr_cpu_pick(&usable, o->cpu, &victim_cpu, &other_cpu) < 0 || other_cpu < 0)
+		return kr_skip(129, "needs 2 usable CPUs (a victim CPU and one for the traffic)");
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
 	int irqta = kr_kconfig("CONFIG_IRQ_TIME_ACCOUNTING", cfg, sizeof(cfg));
@@ -472,7 +465,9 @@ static int run(const struct kr_opts *o)
 	double t_base = d * 0.15 / repeat, t_busy = d * 0.35 / repeat, t_low = d * 0.2,
 	       t_idle = d * 0.3;
 	kr_param("duration", "%.1f s", d);
-	kr_param("victim_cpu", "%d", victim_cpu);
+	char iso[32];
+	kr_param("victim_cpu", "%d%s%s", victim_cpu,
+		 *kr_cpu_isolation(victim_cpu, iso, sizeof(iso)) ? " " : "", iso);
 	kr_param("traffic_cpu", "%d", other_cpu);
 	kr_param("rate", "%ld pps (Poisson)", opt_rate);
 	kr_param("idle_rate", "%ld pps (Poisson)", opt_idle_rate);

@@ -262,6 +262,32 @@ const char *kr_policy_short(int policy); /* "FF", as ps -o cls */
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg);
 pid_t kr_gettid(void);
 
+/* ---- which CPUs a run may use ----
+ * Usable CPUs: the process affinity when kr_main started (cpusets, containers, taskset)
+ * intersected with the online CPUs (which may have holes). Never "online count - 1". */
+void kr_cpus_init(void); /* kr_main calls it first: records the start affinity */
+int kr_usable_cpus(cpu_set_t *set);	/* returns the count */
+/* the same from an affinity and the text of /sys/devices/system/cpu/online (tests) */
+int kr_usable_cpus_from(const cpu_set_t *affinity, const char *online, cpu_set_t *out);
+/* The victim (the CPU a phenomenon is provoked on): want when >= 0, else the highest
+ * usable CPU; other: the lowest usable CPU that is not the victim (-1: none). Returns -1
+ * when want is not in usable or usable is empty. */
+int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other);
+/* --cpu N check: online and inside the affinity, else one usage line and -1 */
+int kr_cpu_check(const char *opt, int cpu);
+/* "nohz_full", "isolated", "nohz_full,isolated" or "" (from /sys/devices/system/cpu/) */
+const char *kr_cpu_isolation(int cpu, char *buf, size_t len);
+const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *isolated,
+				  char *buf, size_t len);
+/* highest possible CPU + 1 (the kernel's nr_cpu_ids) */
+int kr_nr_cpu_ids(void);
+/* A CPU mask as sysfs reads and prints it (rps_cpus, smp_affinity): comma-separated
+ * 32-bit hex words, most significant first, for nbits CPUs (<= 0: kr_nr_cpu_ids()),
+ * widened to hold the highest set CPU. NULL (ENOSPC) when len is too small;
+ * KR_CPUMASK_LEN always suffices. */
+#define KR_CPUMASK_LEN (CPU_SETSIZE / 32 * 9 + 1)
+char *kr_format_cpumask(const cpu_set_t *set, int nbits, char *buf, size_t len);
+
 /* Watchdog for RT busy loops: a SCHED_FIFO 99 thread that demotes tid to SCHED_OTHER if it is
  * still running its RT loop deadline_ns (absolute, monotonic) + grace. */
 struct kr_watchdog;

@@ -118,9 +118,8 @@ static int parse_common_option(int key, const char *arg)
 		the_opts.csv = arg;
 		return 0;
 	case OPT_CPU: {
-		cpu_set_t s;
 		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
-		    kr_parse_cpulist("--cpu", arg, &s) < 0)
+		    kr_cpu_check("--cpu", (int)l) < 0)
 			return -1;
 		the_opts.cpu = (int)l;
 		return 0;
@@ -256,6 +255,7 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	int n = 0, nprog = 0;
 
 	the_prog = p;
+	kr_cpus_init(); /* before any thread pins itself */
 	memset(&the_opts, 0, sizeof(the_opts));
 	the_opts.duration_s = p->duration_s;
 	the_opts.threshold = p->threshold;

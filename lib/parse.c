@@ -167,17 +167,18 @@ char *kr_format_cpulist(const cpu_set_t *set, char *buf, size_t len)
 
 int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out)
 {
-	cpu_set_t online;
-	char on[256];
+	cpu_set_t usable;
+	char us[256];
 
-	kr_online_cpus(&online);
-	kr_format_cpulist(&online, on, sizeof(on));
+	kr_usable_cpus(&usable);
+	kr_format_cpulist(&usable, us, sizeof(us));
 	if (kr_cpulist_parse(s, out) < 0 || (s && s[strlen(s) - 1] == '\n'))
-		return kr_usage_error("%s: expected a CPU list like 0-3,5 within the online CPUs %s, got '%s'",
-				      opt, on, s ? s : "");
+		return kr_usage_error("%s: expected a CPU list like 0-3,5 within the usable CPUs %s, got '%s'",
+				      opt, us, s ? s : "");
+	/* offline or outside the process affinity (cpuset, taskset): one line each */
 	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, out) && !CPU_ISSET(i, &online))
-			return kr_usage_error("%s: CPU %d is not online (online CPUs: %s)", opt, i, on);
+		if (CPU_ISSET(i, out) && kr_cpu_check(opt, i) < 0)
+			return -1;
 	return 0;
 }
 

@@ -537,14 +537,14 @@ int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(voi
 	int r;
 
 	pthread_attr_init(&a);
-	/* unpinned means every online CPU, not the caller's mask: a watchdog started from a
-	 * pinned RT thread must not share the CPU it guards */
+	/* unpinned means every usable CPU (the process affinity at start), not the caller's
+	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
 	cpu_set_t s;
 	if (cpu >= 0) {
 		CPU_ZERO(&s);
 		CPU_SET(cpu, &s);
 	} else {
-		kr_online_cpus(&s);
+		kr_usable_cpus(&s);
 	}
 	pthread_attr_setaffinity_np(&a, sizeof(s), &s);
 	/* the policy is in place before the thread's first instruction */

@@ -25,10 +25,12 @@ def check(cond, what):
     return cond
 
 
-def run(argv, env=None, timeout=120, user=None):
+def run(argv, env=None, timeout=120, user=None, affinity=None):
     if user:
         argv = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups"] + argv
-    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    pre = (lambda: os.sched_setaffinity(0, affinity)) if affinity else None
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout,
+                       preexec_fn=pre)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -104,6 +106,12 @@ def contract(prog):
         check(out == "", f"{args}: printed a report: {out[:100]!r}")
         lines = err.strip().split("\n")
         check(len(lines) == 1 and lines[0].startswith(name + ":"), f"{args}: not one line on stderr: {err!r}")
+    # --cpu of an online CPU outside the process affinity (a cpuset, taskset): as bad
+    cpus = sorted(os.sched_getaffinity(0))
+    if re.search(r"--cpu\b", run([prog, "--help"])[1]) and len(cpus) >= 2:
+        code, out, err = run([prog, "--cpu", str(cpus[-1])], affinity={cpus[0]})
+        check(code == 128 and out == "" and err.count("\n") == 1 and "affinity" in err,
+              f"--cpu {cpus[-1]} outside the affinity {{{cpus[0]}}}: exit {code}, {err!r}")
     check(not diff(before, snapshot()), f"bad usage changed the machine: {diff(before, snapshot())}")
 
     # the ERROR path: another run holds the lock

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: which CPUs a run may use and how they are set up: the process affinity
+ * (cpusets, containers, taskset) intersected with the online CPUs (with their holes), the
+ * default victim CPU, nohz_full/isolated CPUs, and CPU masks in the kernel's hex format.
+ */
+#include "krepro.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* The affinity the process had when kr_main started, before any thread pinned itself. */
+static cpu_set_t start_affinity;
+static bool start_affinity_set;
+
+void kr_cpus_init(void)
+{
+	if (sched_getaffinity(0, sizeof(start_affinity), &start_affinity) == 0)
+		start_affinity_set = true;
+}
+
+int kr_usable_cpus_from(const cpu_set_t *affinity, const char *online, cpu_set_t *out)
+{
+	cpu_set_t on;
+
+	if (kr_cpulist_parse(online, &on) < 0)
+		return -1;
+	CPU_AND(out, affinity, &on);
+	return CPU_COUNT(out);
+}
+
+int kr_usable_cpus(cpu_set_t *set)
+{
+	cpu_set_t aff, online;
+
+	kr_online_cpus(&online);
+	if (start_affinity_set)
+		aff = start_affinity;
+	else if (sched_getaffinity(0, sizeof(aff), &aff) < 0)
+		aff = online;
+	CPU_AND(set, &aff, &online);
+	return CPU_COUNT(set);
+}
+
+int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
+{
+	int v = want;
+
+	*victim = *other = -1;
+	if (v < 0)
+		for (v = CPU_SETSIZE - 1; v >= 0 && !CPU_ISSET(v, usable); v--)
+			;
+	if (v < 0 || v >= CPU_SETSIZE || !CPU_ISSET(v, usable))
+		return -1;
+	*victim = v;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (c != v && CPU_ISSET(c, usable)) {
+			*other = c;
+			break;
+		}
+	return 0;
+}
+
+int kr_cpu_check(const char *opt, int cpu)
+{
+	cpu_set_t online, usable;
+	char on[256], us[256];
+
+	kr_online_cpus(&online);
+	kr_usable_cpus(&usable);
+	kr_format_cpulist(&online, on, sizeof(on));
+	kr_format_cpulist(&usable, us, sizeof(us));
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &online))
+		return kr_usage_error("%s: CPU %d is not online (online CPUs: %s)", opt, cpu, on);
+	if (!CPU_ISSET(cpu, &usable))
+		return kr_usage_error("%s: CPU %d is outside this process's affinity "
+				      "(usable CPUs: %s)", opt, cpu, us);
+	return 0;
+}
+
+/* nohz_full reads "(null)" on kernels built with NO_HZ_FULL but booted without it */
+static bool in_cpulist(const char *list, int cpu)
+{
+	cpu_set_t s;
+
+	return list && cpu >= 0 && cpu < CPU_SETSIZE && kr_cpulist_parse(list, &s) == 0 &&
+	       CPU_ISSET(cpu, &s);
+}
+
+const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *isolated,
+				  char *buf, size_t len)
+{
+	bool nohz = in_cpulist(nohz_full, cpu), iso = in_cpulist(isolated, cpu);
+
+	snprintf(buf, len, "%s%s%s", nohz ? "nohz_full" : "", nohz && iso ? "," : "",
+		 iso ? "isolated" : "");
+	return buf;
+}
+
+const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
+{
+	char nohz[4096] = "", iso[4096] = "";
+
+	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) < 0)
+		nohz[0] = 0;
+	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) < 0)
+		iso[0] = 0;
+	return kr_cpu_isolation_from(cpu, nohz, iso, buf, len);
+}
+
+int kr_nr_cpu_ids(void)
+{
+	char buf[4096];
+	cpu_set_t possible, online;
+	int last = -1;
+
+	if (kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf)) < 0 ||
+	    kr_cpulist_parse(buf, &possible) < 0)
+		kr_online_cpus(&possible);
+	kr_online_cpus(&online);
+	CPU_OR(&possible, &possible, &online);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &possible))
+			last = c;
+	return last + 1;
+}
+
+char *kr_format_cpumask(const cpu_set_t *set, int nbits, char *buf, size_t len)
+{
+	int top = -1;
+
+	if (!len) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, set))
+			top = c;
+	if (nbits <= 0)
+		nbits = kr_nr_cpu_ids();
+	if (nbits > CPU_SETSIZE)
+		nbits = CPU_SETSIZE;
+	if (nbits <= top)
+		nbits = top + 1;
+	int words = nbits > 0 ? (nbits + 31) / 32 : 1;
+	size_t o = 0;
+	/* most significant word first, the later ones zero-padded to 8 digits, as the
+	 * kernel prints (and bitmap_parse reads) rps_cpus and smp_affinity */
+	for (int w = words - 1; w >= 0; w--) {
+		uint32_t v = 0;
+		for (int b = 0; b < 32; b++)
+			if (w * 32 + b < CPU_SETSIZE && CPU_ISSET(w * 32 + b, set))
+				v |= 1u << b;
+		int n = snprintf(buf + o, len - o, w == words - 1 ? "%x" : ",%08x", v);
+		if (n < 0 || (size_t)n >= len - o) {
+			errno = ENOSPC;
+			return NULL;
+		}
+		o += (size_t)n;
+	}
+	return buf;
+}
