@@ -325,6 +325,8 @@ struct dio_phase {
 	uint64_t irq_cpu[KR_MAX_CPUS];
 	int raised;		/* --mitigate: kworkers raised to FIFO */
 	int err;
+	bool unguarded;		/* no watchdog: the phase did not go RT */
+	bool rt_refused;	/* SCHED_FIFO refused to a submitter */
 };
 
 struct dio_worker {
@@ -334,7 +336,8 @@ struct dio_worker {
 	pid_t tid;
 	struct dio_samples s;
 	int err;
-	bool armed_only; /* RT: raise the policy after the watchdog is armed */
+	bool unguarded;	 /* RT: no watchdog could be armed, so never go RT */
+	bool rt_refused; /* RT: sched_setscheduler failed */
 };
 
 static struct dio_offsets offsets;
@@ -356,13 +359,17 @@ static void dio_worker_start(struct dio_worker *w)
 	w->tid = kr_gettid();
 	pthread_barrier_wait(w->barrier);
 	pthread_barrier_wait(w->barrier);
-	if (w->ph->rt && kr_set_sched(0, SCHED_FIFO, SUBMITTER_PRIO) < 0)
-		w->err = errno;
+	if (!w->ph->rt || w->err)
+		return;
+	if (w->unguarded)
+		w->err = ECANCELED; /* never an RT busy loop without its watchdog */
+	else if (kr_set_sched(0, SCHED_FIFO, SUBMITTER_PRIO) < 0)
+		w->err = errno, w->rt_refused = true;
 }
 
 static void dio_worker_demote(struct dio_worker *w)
 {
-	if (w->ph->rt)
+	if (w->ph->rt && !w->unguarded && !w->rt_refused)
 		kr_set_sched(0, SCHED_OTHER, 0);
 }
 
@@ -558,7 +565,8 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	ph->end = ph->start + len;
 	/* armed from this unpinned thread, so the watchdog is not pinned with the RT loop */
 	for (int i = 0; i < nw && ph->rt; i++)
-		wd[i] = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS);
+		if (!(wd[i] = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS)))
+			w[i].unguarded = ph->unguarded = true;
 	pthread_barrier_wait(&barrier);
 	for (int i = 0; i < nw; i++)
 		pthread_join(th[i], NULL);
@@ -580,6 +588,7 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 			dio_sample_add(&ph->s, w[i].s.t_s[k], w[i].s.lat_us[k]);
 		if (w[i].err && !ph->err)
 			ph->err = w[i].err;
+		ph->rt_refused |= w[i].rt_refused;
 		free(w[i].s.lat_us);
 		free(w[i].s.t_s);
 	}
@@ -729,6 +738,7 @@ static int dio_run(const struct kr_opts *o)
 	struct dio_device dev;
 	struct io_uring probe;
 	char how[200], knob_rq[128], knob_sched[128], tmpdir[PATH_MAX], path[PATH_MAX + 16];
+	char why[200];
 	int ncpu = kr_nr_cpus_online(), r, fd = -1;
 
 	/* requirements first, before anything changes */
@@ -752,6 +762,11 @@ static int dio_run(const struct kr_opts *o)
 			return kr_error("io_uring_queue_init: %s", strerror(-r));
 		io_uring_queue_exit(&probe);
 	}
+	/* the RT submitter and its SCHED_FIFO 99 watchdog: refused with EPERM in a cgroup
+	 * without RT runtime (RT_GROUP_SCHED), which is not an I/O error */
+	r = kr_rt_check(99, why, sizeof(why));
+	if (r)
+		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
 	dio_find_device(st.st_dev, &dev);
 
 	/* the CPU whose kworkers complete the writes: the submitter is pinned there, so it
@@ -845,6 +860,15 @@ static int dio_run(const struct kr_opts *o)
 			r = dio_run_phase(&ph[i], fd, ccpu, &dev, o->duration_s, o->mitigate && i == 1);
 			if (r == EINVAL)
 				return kr_skip(KR_EXIT_SKIP_MACHINE, "O_DIRECT writes to %s fail with EINVAL", cfg.dir);
+			if (ph[i].unguarded)
+				return kr_error("%s phase: no RT watchdog could be armed: not run at "
+						"SCHED_FIFO", ph[i].name);
+			if (ph[i].rt_refused) {
+				int rc = kr_rt_check(SUBMITTER_PRIO, why, sizeof(why));
+				return rc ? rc == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(rc, "%s", why)
+					  : kr_error("%s phase: SCHED_FIFO %d refused: %s", ph[i].name,
+						     SUBMITTER_PRIO, strerror(r));
+			}
 			if (r)
 				return kr_error("%s phase: write failed: %s", ph[i].name, strerror(r));
 			dio_phase_figures(&ph[i], rep + 1, prefix);

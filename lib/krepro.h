@@ -325,6 +325,17 @@ int kr_cgroup_enable(const char *parent, const char *controller);
 int kr_cgroup_attach_tid(const char *path, pid_t tid);
 int kr_cgroup_attach_pid(const char *path, pid_t pid);
 
+/* ---- may this process run SCHED_FIFO threads? ----
+ * kr_rt_check starts a SCHED_FIFO prio thread that exits at once. 0: it can. Else an
+ * exit code and reason: 129 when refused (EPERM) because cpu.rt_runtime_us is 0 in the
+ * caller's cgroup (CONFIG_RT_GROUP_SCHED; v1 groups start at 0; v2 groups have none) or
+ * for want of CAP_SYS_NICE; 128 on other errors. Call it before changing anything. */
+int kr_rt_check(int prio, char *reason, size_t len);
+/* the cpu.rt_runtime_us file of the caller's group from /proc/self/cgroup text: returns 1
+ * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1; group: the cgroup path */
+int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
+		       size_t flen, char *group, size_t glen);
+
 /* ---- network lab: anonymous network namespaces and veth (no ip/ethtool binaries) ----
  * Namespaces are held by file descriptors only, never mounted, so they vanish with the
  * process, even after SIGKILL. */

@@ -153,12 +153,48 @@ static void test_mountinfo(void **state)
 	assert_int_equal(kr_cgroups_parse("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", &cg), -1);
 }
 
+/* the caller's cpu.rt_runtime_us (RT_GROUP_SCHED refuses SCHED_FIFO when it is 0) */
+static void test_rt_runtime_file(void **state)
+{
+	struct kr_cgroups cg;
+	char file[700], group[256];
+	(void)state;
+	/* captured: a shell moved into a new v1 cpu group on the lab machine */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1v2.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file(data("proc_cgroup_v1.txt"), &cg, file, sizeof(file),
+					    group, sizeof(group)), 1);
+	assert_string_equal(group, "/krepro-rt0");
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/krepro-rt0/cpu.rt_runtime_us");
+	/* the root group: no doubled slash */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/\n0::/\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), 1);
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/cpu.rt_runtime_us");
+	/* cpu and cpuacct mounted together (systemd on v1) */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1_combined.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("4:cpu,cpuacct:/user.slice\n1:name=systemd:/x\n", &cg,
+					    file, sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(group, "/user.slice");
+	assert_int_equal(strcmp(file + strlen(file) - 29, "/user.slice/cpu.rt_runtime_us"), 0);
+	/* cpuacct alone is not the cpu controller */
+	assert_int_equal(kr_rt_runtime_file("2:cpuacct:/a\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+	/* v2 only: the unified line */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v2only.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("0::/user.slice/session-2.scope\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), 2);
+	assert_string_equal(group, "/user.slice/session-2.scope");
+	/* garbage */
+	assert_int_equal(kr_rt_runtime_file("nonsense\n::\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_stat), cmocka_unit_test(test_cpu_stat),
 		cmocka_unit_test(test_schedstat), cmocka_unit_test(test_taskstat),
 		cmocka_unit_test(test_kconfig),	  cmocka_unit_test(test_mountinfo),
+		cmocka_unit_test(test_rt_runtime_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
