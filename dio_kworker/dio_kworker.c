@@ -13,7 +13,7 @@
  *
  * This program prepares a file outside the timed window, then measures 4 KiB random
  * O_DIRECT writes (io_uring, queue depth 32) from a SCHED_OTHER submitter (baseline) and
- * from a SCHED_FIFO 50 submitter pinned to the completion CPU that busy-polls (test). The
+ * from a SCHED_FIFO 40 submitter pinned to the completion CPU that busy-polls (test). The
  * verdict compares test IOPS with baseline IOPS.
  */
 #include "krepro.h"
@@ -34,9 +34,13 @@
 #include <unistd.h>
 
 #define DIO_BLOCK 4096
-#define SUBMITTER_PRIO 50 /* the RT storage service */
-#define KWORKER_PRIO 60	  /* --mitigate: above the submitter */
-#define MITIGATOR_PRIO 70 /* the thread re-applying it must not be starved either */
+/* The RT storage service: above SCHED_OTHER kworkers, below the SCHED_FIFO 50 of threaded
+ * IRQ handlers (threadirqs, PREEMPT_RT). At 50, FIFO order would make the device's irq/N
+ * thread wait for the busy-polling submitter: the IRQ thread, not the kworker, would
+ * starve, which is another phenomenon. */
+#define SUBMITTER_PRIO 40
+#define KWORKER_PRIO 45	  /* --mitigate: above the submitter, still below IRQ threads */
+#define MITIGATOR_PRIO 46 /* the thread re-applying it must not be starved either */
 #define RT_PHASE_MAX_NS 3000000000LL
 #define WATCHDOG_SLACK_NS 500000000LL /* the drain after the RT window */
 #define MAX_IRQS 64
@@ -118,49 +122,6 @@ static off_t dio_next_offset(struct dio_offsets *o)
 	return (off_t)(dio_permute(o, i) * DIO_BLOCK);
 }
 
-/* ---- /proc/interrupts ---- */
-
-/* Per-CPU counts of one IRQ from a /proc/interrupts line ("  36:  0  56369  PCI-MSIX...").
- * Returns the number of CPU columns read, -1 if the line is not that IRQ's. */
-static int dio_irq_line(const char *line, int irq, uint64_t *counts, int ncpu)
-{
-	char *end;
-	long n = strtol(line, &end, 10);
-
-	if (end == line || *end != ':' || n != irq)
-		return -1;
-	const char *p = end + 1;
-	int i;
-	for (i = 0; i < ncpu; i++) {
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p)
-			break;
-		counts[i] = v;
-		p = end;
-	}
-	return i;
-}
-
-/* The name at the end of an IRQ's /proc/interrupts line, and its per-CPU counts. */
-static int dio_irq_read(int irq, uint64_t *counts, int ncpu, char *name, size_t len)
-{
-	static char text[256 * 1024];
-
-	if (kr_read_file("/proc/interrupts", text, sizeof(text)) < 0)
-		return -1;
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-		int n = dio_irq_line(l, irq, counts, ncpu);
-		if (n < 0)
-			continue;
-		if (name) {
-			char *last = strrchr(l, ' ');
-			snprintf(name, len, "%s", last ? last + 1 : "?");
-		}
-		return n;
-	}
-	return -1;
-}
-
 /* ---- the block device and the CPU that completes its I/O ---- */
 
 struct dio_device {
@@ -204,10 +165,9 @@ static void dio_find_device(dev_t dev, struct dio_device *d)
 		return;
 	struct dirent *e;
 	while ((e = readdir(dir)) && d->nirq < MAX_IRQS) {
-		uint64_t counts[1];
 		char name[64], aff[256];
 		int irq = atoi(e->d_name);
-		if (irq <= 0 || dio_irq_read(irq, counts, 1, name, sizeof(name)) < 0)
+		if (irq <= 0 || kr_irq_name(irq, name, sizeof(name)) < 0)
 			continue;
 		/* virtio's config vector and NVMe's admin queue carry no I/O completions */
 		int ctl = 0;
@@ -238,7 +198,7 @@ static void dio_kw_snapshot(int cpu, struct dio_kwsnap *s)
 	char glob[32];
 
 	snprintf(glob, sizeof(glob), "kworker/%d:*", cpu);
-	int n = kr_find_tasks(glob, s->tid, MAX_KWORKERS);
+	int n = kr_find_kthreads(glob, s->tid, MAX_KWORKERS);
 	s->n = 0;
 	for (int i = 0; i < n; i++)
 		if (kr_read_schedstat(s->tid[i], s->tid[i], &s->ss[s->n]) == 0)
@@ -276,7 +236,7 @@ static void dio_kw_names(const char *dev, char *out, size_t len)
 	int per_cpu[KR_MAX_CPUS] = { 0 }, cpu;
 
 	snprintf(glob, sizeof(glob), "kworker/[0-9]*dio/%s", dev); /* not the rescuer R */
-	int n = kr_find_tasks(glob, tids, 256);
+	int n = kr_find_kthreads(glob, tids, 256);
 	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)tids[i]);
 		if (kr_read_file(path, comm, sizeof(comm)) >= 0 &&
@@ -490,7 +450,7 @@ static int dio_raise_kworkers(int cpu)
 	int raised = 0;
 
 	snprintf(glob, sizeof(glob), "kworker/%d:*", cpu);
-	int n = kr_find_tasks(glob, tids, MAX_KWORKERS);
+	int n = kr_find_kthreads(glob, tids, MAX_KWORKERS);
 	for (int i = 0; i < n; i++)
 		if (sched_getscheduler(tids[i]) == SCHED_OTHER &&
 		    kr_journal_sched(tids[i], SCHED_FIFO, KWORKER_PRIO) == 0)
@@ -508,23 +468,22 @@ static void *dio_mitigator(void *arg)
 	return NULL;
 }
 
-static void dio_irq_snapshot(const struct dio_device *d, uint64_t *per_cpu, int ncpu)
+/* the device's interrupts by CPU number (KR_MAX_CPUS entries) */
+static void dio_irq_snapshot(const struct dio_device *d, uint64_t *per_cpu)
 {
-	uint64_t c[KR_MAX_CPUS];
+	static uint64_t c[KR_MAX_CPUS];
 
-	memset(per_cpu, 0, (size_t)ncpu * sizeof(uint64_t));
-	for (int i = 0; i < d->nirq; i++) {
-		memset(c, 0, sizeof(c));
-		if (dio_irq_read(d->irqs[i], c, ncpu, NULL, 0) > 0)
-			for (int j = 0; j < ncpu; j++)
+	memset(per_cpu, 0, KR_MAX_CPUS * sizeof(uint64_t));
+	for (int i = 0; i < d->nirq; i++)
+		if (kr_irq_counts(d->irqs[i], c, KR_MAX_CPUS) == 0)
+			for (int j = 0; j < KR_MAX_CPUS; j++)
 				per_cpu[j] += c[j];
-	}
 }
 
 static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct dio_device *dev,
 			 double duration_s, bool mitigate)
 {
-	int nw = cfg.sync ? cfg.iodepth : 1, ncpu = kr_nr_cpus_online();
+	int nw = cfg.sync ? cfg.iodepth : 1;
 	struct dio_worker *w = calloc((size_t)nw, sizeof(*w));
 	pthread_t *th = calloc((size_t)nw, sizeof(pthread_t)), mt;
 	struct kr_watchdog **wd = calloc((size_t)nw, sizeof(*wd));
@@ -547,7 +506,7 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 			return errno;
 	}
 	dio_kw_snapshot(ccpu, &kw_before);
-	dio_irq_snapshot(dev, irq_before, ncpu);
+	dio_irq_snapshot(dev, irq_before);
 	pthread_barrier_init(&barrier, NULL, (unsigned)nw + 1);
 	for (int i = 0; i < nw; i++) {
 		void *(*fn)(void *) = cfg.sync ? dio_sync_worker : dio_uring_worker;
@@ -580,8 +539,8 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	pthread_barrier_destroy(&barrier);
 	dio_kw_snapshot(ccpu, &kw_after);
 	ph->kw_ok = dio_kw_delta(&kw_before, &kw_after, &ph->kw_run_ms, &ph->kw_wait_ms) == 0;
-	dio_irq_snapshot(dev, ph->irq_cpu, ncpu);
-	for (int j = 0; j < ncpu; j++)
+	dio_irq_snapshot(dev, ph->irq_cpu);
+	for (int j = 0; j < KR_MAX_CPUS; j++)
 		ph->irq_cpu[j] -= irq_before[j];
 	for (int i = 0; i < nw; i++) {
 		for (size_t k = 0; k < w[i].s.n; k++)
@@ -739,7 +698,7 @@ static int dio_run(const struct kr_opts *o)
 	struct io_uring probe;
 	char how[200], knob_rq[128], knob_sched[128], tmpdir[PATH_MAX], path[PATH_MAX + 16];
 	char why[200];
-	int ncpu = kr_nr_cpus_online(), r, fd = -1;
+	int r, fd = -1;
 
 	/* requirements first, before anything changes */
 	if (statfs(cfg.dir, &sfs) < 0 || stat(cfg.dir, &st) < 0)
@@ -820,14 +779,18 @@ static int dio_run(const struct kr_opts *o)
 	kr_param("duration", "%.1f s per phase (RT phases <= 3 s)", o->duration_s);
 	kr_param("completion_cpu", "%d%s%s", ccpu, *iso ? " " : "", iso);
 	kr_param("submitter", "SCHED_FIFO %d in the RT phases", SUBMITTER_PRIO);
-	kr_param("mitigate", "%s", o->mitigate ? "kworkers at SCHED_FIFO 60" : "no");
+	kr_param("mitigate", "%s", o->mitigate ? "kworkers at SCHED_FIFO 45" : "no");
 	kr_param("repeat", "%d", o->repeat);
 	uint64_t seed = o->seed_set ? o->seed : 0x5eed;
 	kr_param("seed", "%llu", (unsigned long long)seed);
 	kr_param("threshold", "%g", o->threshold);
 
 	/* preparation, outside the timed windows; the journal removes it however we end */
-	snprintf(tmpdir, sizeof(tmpdir), "%s/krepro-dio_kworker-%d", cfg.dir, (int)getpid());
+	char dir[PATH_MAX];
+	if (!realpath(cfg.dir, dir))
+		return kr_error("--dir %s: %s", cfg.dir, strerror(errno));
+	snprintf(tmpdir, sizeof(tmpdir), "%.*s/krepro-dio_kworker-%d", PATH_MAX - 40, dir,
+		 (int)getpid());
 	snprintf(path, sizeof(path), "%s/data", tmpdir);
 	if (kr_journal_mkdir(tmpdir, 0700) < 0)
 		return kr_error("mkdir %s: %s", tmpdir, strerror(errno));
@@ -902,9 +865,13 @@ static int dio_run(const struct kr_opts *o)
 		}
 		char irqs[256] = "";
 		size_t off = 0;
-		for (int c = 0; c < ncpu && c < 8 && off + 32 < sizeof(irqs); c++)
-			off += (size_t)snprintf(irqs + off, sizeof(irqs) - off, " cpu%d=%llu", c,
-						(unsigned long long)ph[0].irq_cpu[c]);
+		/* the completion CPU and the CPUs that took any (by number: holes are fine) */
+		for (int c = 0, shown = 0; c < KR_MAX_CPUS && shown < 6 && off + 32 < sizeof(irqs); c++)
+			if (c == ccpu || ph[0].irq_cpu[c]) {
+				off += (size_t)snprintf(irqs + off, sizeof(irqs) - off, " cpu%d=%llu", c,
+							(unsigned long long)ph[0].irq_cpu[c]);
+				shown++;
+			}
 		if (dev.nirq)
 			kr_say("  device IRQs in baseline:%s", irqs);
 		if (o->mitigate)
@@ -963,9 +930,11 @@ static const struct kr_prog prog = {
 		"Measures 4 KiB random O_DIRECT writes (io_uring, queue depth 32) to a file\n"
 		"prepared beforehand, from a submitter pinned to the CPU that completes the\n"
 		"device's I/O: first at SCHED_OTHER waiting normally (baseline), then at\n"
-		"SCHED_FIFO 50 busy-polling its completion ring (test). iomap completes every\n"
+		"SCHED_FIFO 40 busy-polling its completion ring (test). iomap completes every\n"
 		"async direct write in a kworker of the per-sb dio/<dev> workqueue on that CPU;\n"
-		"the RT submitter starves it, leaving ~5% of the CPU (RT throttling).\n"
+		"the RT submitter starves it, leaving ~5% of the CPU (RT throttling). FIFO 40\n"
+		"stays below the FIFO 50 of threaded IRQ handlers (threadirqs, PREEMPT_RT), so\n"
+		"the kworker starves, not the device's IRQ thread.\n"
 		"The completion CPU is the effective affinity of the disk's queue interrupt, or\n"
 		"the submitter's CPU with rq_affinity=2; --cpu overrides. The file is removed on\n"
 		"every exit path. --duration is per phase; RT phases last at most 3 s.\n"

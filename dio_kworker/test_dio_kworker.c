@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Description: unit tests of dio_kworker's verdict rule, its block permutation and its
- * /proc/interrupts parser (the program is included with main renamed).
+ * Description: unit tests of dio_kworker's verdict rule and its block permutation (the
+ * program is included with main renamed). The /proc/interrupts parser is lib's.
  */
 #define main dio_kworker_main
 #include "dio_kworker.c"
@@ -80,21 +80,6 @@ static void offsets_are_aligned_and_wrap(void **state)
 	assert_int_equal(dio_next_offset(&offsets), first); /* second pass starts over */
 }
 
-static void irq_line_parses_counts(void **state)
-{
-	uint64_t c[4] = { 9, 9, 9, 9 };
-	(void)state;
-	assert_int_equal(dio_irq_line(" 36:          0      56369 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0",
-				      36, c, 2), 2);
-	assert_int_equal(c[0], 0);
-	assert_int_equal(c[1], 56369);
-	assert_int_equal(dio_irq_line(" 36:  1  2  x", 37, c, 2), -1);
-	assert_int_equal(dio_irq_line("NMI:  0  0  Non-maskable interrupts", 0, c, 2), -1);
-	/* fewer columns than CPUs asked for: only those read */
-	assert_int_equal(dio_irq_line("  7:   5   IO-APIC", 7, c, 4), 1);
-	assert_int_equal(c[0], 5);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -104,7 +89,6 @@ int main(void)
 		cmocka_unit_test(rule_without_baseline_is_error),
 		cmocka_unit_test(permutation_is_bijective),
 		cmocka_unit_test(offsets_are_aligned_and_wrap),
-		cmocka_unit_test(irq_line_parses_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -411,30 +411,9 @@ static int journal_restore_text(char *text, bool verbose)
 	return failed;
 }
 
-static char *read_whole_file(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	char *t = malloc((size_t)st.st_size + 1);
-	ssize_t r = t ? read(fd, t, (size_t)st.st_size) : -1;
-	close(fd);
-	if (r < 0) {
-		free(t);
-		return NULL;
-	}
-	t[r] = 0;
-	return t;
-}
-
 int kr_journal_restore_file(const char *path, bool verbose)
 {
-	char *t = read_whole_file(path);
+	char *t = kr_read_text(path);
 
 	if (!t)
 		return errno == ENOENT ? 0 : -1;
@@ -484,7 +463,7 @@ int kr_journal_restore_stale(int *failed)
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
 		if (pid == getpid() || pid <= 0)
 			continue;
-		char *t = read_whole_file(path);
+		char *t = kr_read_text(path);
 		if (!t)
 			continue;
 		unsigned long long st = 0, cst = 0;
