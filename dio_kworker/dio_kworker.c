@@ -31,6 +31,8 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/ioctl.h>
+#include <linux/btrfs.h>
 #include <unistd.h>
 
 #define DIO_BLOCK 4096
@@ -124,8 +126,15 @@ static off_t dio_next_offset(struct dio_offsets *o)
 
 /* ---- the block device and the CPU that completes its I/O ---- */
 
+#define MAX_DISKS 8
+
 struct dio_device {
-	char name[64];		/* "vda" */
+	char name[64];		/* the filesystem's device: "vda", "dm-0", "nvme0n1" */
+	char disks[MAX_DISKS][64]; /* the disks under it (dm/md slaves, btrfs devices) */
+	int ndisks;
+	char msi[MAX_DISKS * 2][PATH_MAX]; /* PCI functions' msi_irqs dirs of those disks */
+	int nmsi;
+	char chain[160];	/* how it was resolved: "dm-0 -> vda,vdb" */
 	int irqs[MAX_IRQS];	/* queue interrupts */
 	int nirq;
 	cpu_set_t irq_cpus;	/* their effective affinity */
@@ -133,56 +142,182 @@ struct dio_device {
 	int rq_affinity;
 };
 
-static void dio_find_device(dev_t dev, struct dio_device *d)
+static void dio_add_disk(struct dio_device *d, const char *disk)
 {
-	char path[PATH_MAX + 64], real[PATH_MAX], buf[256];
+	for (int i = 0; i < d->ndisks; i++)
+		if (!strcmp(d->disks[i], disk))
+			return;
+	if (d->ndisks < MAX_DISKS)
+		snprintf(d->disks[d->ndisks++], sizeof(d->disks[0]), "%s", disk);
+}
 
-	memset(d, 0, sizeof(*d));
-	d->rq_affinity = -1;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
-	if (!realpath(path, real))
+/* A block device name (disk or partition) -> the disks that carry its I/O, through the
+ * slaves of device-mapper and md devices. root prefixes /sys (tests use a fake tree). */
+static void dio_leaves(const char *root, const char *name, struct dio_device *d, int depth)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX], disk[64];
+
+	snprintf(path, sizeof(path), "%s/sys/class/block/%s", root, name);
+	if (depth > 8 || !realpath(path, real))
 		return;
 	snprintf(path, sizeof(path), "%s/partition", real);
 	if (access(path, F_OK) == 0)
 		*strrchr(real, '/') = 0; /* a partition: its disk is the parent */
-	snprintf(d->name, sizeof(d->name), "%s", strrchr(real, '/') + 1);
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/rq_affinity", d->name);
-	if (kr_read_file(path, buf, sizeof(buf)) >= 0)
-		d->rq_affinity = atoi(buf);
-	/* the interrupts: MSI vectors of the PCI function above the disk */
-	snprintf(path, sizeof(path), "/sys/block/%s/device", d->name);
-	if (!realpath(path, real))
-		return;
-	DIR *dir = NULL;
-	for (int up = 0; up < 6 && !dir; up++) {
-		snprintf(path, sizeof(path), "%s/msi_irqs", real);
-		dir = opendir(path);
-		char *slash = strrchr(real, '/');
-		if (!dir && slash && slash != real)
-			*slash = 0;
-	}
-	if (!dir)
-		return;
+	snprintf(disk, sizeof(disk), "%s", strrchr(real, '/') + 1);
+	snprintf(path, sizeof(path), "%s/slaves", real);
+	DIR *dir = opendir(path);
+	int n = 0;
 	struct dirent *e;
-	while ((e = readdir(dir)) && d->nirq < MAX_IRQS) {
-		char name[64], aff[256];
-		int irq = atoi(e->d_name);
-		if (irq <= 0 || kr_irq_name(irq, name, sizeof(name)) < 0)
-			continue;
-		/* virtio's config vector and NVMe's admin queue carry no I/O completions */
-		int ctl = 0;
-		if (strstr(name, "config") || (sscanf(name, "nvme%*dq%d", &ctl) == 1 && ctl == 0))
-			continue;
-		snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
-		cpu_set_t s;
-		if (kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
-			continue;
-		CPU_OR(&d->irq_cpus, &d->irq_cpus, &s);
-		if (!d->nirq)
-			snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, name);
-		d->irqs[d->nirq++] = irq;
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.') {
+			dio_leaves(root, e->d_name, d, depth + 1);
+			n++;
+		}
+	if (dir)
+		closedir(dir);
+	if (!n)
+		dio_add_disk(d, disk);
+}
+
+/* the msi_irqs directory of the PCI function at or above a device directory */
+static int dio_msi_above(const char *dev, char *out, size_t len)
+{
+	char real[PATH_MAX], path[PATH_MAX + 16];
+
+	if (!realpath(dev, real))
+		return -1;
+	for (int up = 0; up < 6; up++) {
+		snprintf(path, sizeof(path), "%s/msi_irqs", real);
+		if (access(path, F_OK) == 0)
+			return snprintf(out, len, "%s", path) < (int)len ? 0 : -1;
+		char *slash = strrchr(real, '/');
+		if (!slash || slash == real)
+			break;
+		*slash = 0;
 	}
-	closedir(dir);
+	return -1;
+}
+
+/* The PCI functions whose interrupts complete a disk's I/O. An NVMe multipath head
+ * (nvmeXnY with native multipath) sits on the virtual nvme-subsysN device: its paths
+ * are the subsystem's controllers nvmeK, each on a PCI function of its own. */
+static void dio_disk_msi(const char *root, const char *disk, struct dio_device *d)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/block/%s/device", root, disk);
+	if (d->nmsi < MAX_DISKS * 2 && dio_msi_above(path, d->msi[d->nmsi], sizeof(d->msi[0])) == 0) {
+		d->nmsi++;
+		return;
+	}
+	if (!realpath(path, real) || !strstr(real, "nvme-subsys"))
+		return;
+	DIR *dir = opendir(real);
+	struct dirent *e;
+	while (dir && (e = readdir(dir)) && d->nmsi < MAX_DISKS * 2) {
+		int k;
+		char tail;
+		if (sscanf(e->d_name, "nvme%d%c", &k, &tail) != 1)
+			continue; /* controllers only, not nvme0n1 or nvme-subsys0 */
+		if (snprintf(path, sizeof(path), "%s/%s/device", real, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (dio_msi_above(path, d->msi[d->nmsi], sizeof(d->msi[0])) == 0)
+			d->nmsi++;
+	}
+	if (dir)
+		closedir(dir);
+}
+
+/* btrfs has no block device of its own (st_dev is anonymous): its devices are listed in
+ * /sys/fs/btrfs/<fsid>/devices */
+static void dio_btrfs_devices(const char *root, const char *fsid, struct dio_device *d)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/fs/btrfs/%s/devices", root, fsid);
+	DIR *dir = opendir(path);
+	struct dirent *e;
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			dio_leaves(root, e->d_name, d, 0);
+	if (dir)
+		closedir(dir);
+}
+
+/* name: the device of st_dev (NULL: none, e.g. btrfs) and fsid (btrfs, else NULL) ->
+ * disks, MSI directories and the chain that says so */
+static void dio_resolve(const char *root, const char *name, const char *fsid, struct dio_device *d)
+{
+	size_t o = 0;
+
+	if (name)
+		snprintf(d->name, sizeof(d->name), "%s", name);
+	if (name)
+		dio_leaves(root, name, d, 0);
+	else if (fsid)
+		dio_btrfs_devices(root, fsid, d);
+	for (int i = 0; i < d->ndisks; i++)
+		dio_disk_msi(root, d->disks[i], d);
+	if (!d->name[0] && d->ndisks)
+		snprintf(d->name, sizeof(d->name), "%s", d->disks[0]);
+	o = (size_t)snprintf(d->chain, sizeof(d->chain), "%s", name ? name : fsid ? "btrfs" : "?");
+	if (d->ndisks != 1 || !name || strcmp(d->disks[0], name))
+		for (int i = 0; i < d->ndisks && o + 70 < sizeof(d->chain); i++)
+			o += (size_t)snprintf(d->chain + o, sizeof(d->chain) - o, "%s%s",
+					      i ? "," : " -> ", d->disks[i]);
+}
+
+static void dio_find_device(int dirfd, dev_t dev, long fstype, struct dio_device *d)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX], buf[256], fsid[40] = "";
+	const char *name = NULL;
+
+	memset(d, 0, sizeof(*d));
+	d->rq_affinity = -1;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	if (realpath(path, real)) {
+		name = strrchr(real, '/') + 1;
+	} else if (fstype == BTRFS_SUPER_MAGIC) {
+		struct btrfs_ioctl_fs_info_args fi;
+		memset(&fi, 0, sizeof(fi));
+		if (ioctl(dirfd, BTRFS_IOC_FS_INFO, &fi) == 0) {
+			const unsigned char *u = fi.fsid;
+			snprintf(fsid, sizeof(fsid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+				 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6],
+				 u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+		}
+	}
+	dio_resolve("", name, fsid[0] ? fsid : NULL, d);
+	if (d->ndisks) {
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/rq_affinity", d->disks[0]);
+		if (kr_read_file(path, buf, sizeof(buf)) >= 0)
+			d->rq_affinity = atoi(buf);
+	}
+	/* the interrupts: MSI vectors of the PCI functions under the disks */
+	for (int m = 0; m < d->nmsi; m++) {
+		DIR *dir = opendir(d->msi[m]);
+		struct dirent *e;
+		while (dir && (e = readdir(dir)) && d->nirq < MAX_IRQS) {
+			char iname[64], aff[256];
+			int irq = atoi(e->d_name);
+			if (irq <= 0 || kr_irq_name(irq, iname, sizeof(iname)) < 0)
+				continue;
+			/* virtio's config vector and NVMe's admin queue carry no I/O completions */
+			int ctl = 0;
+			if (strstr(iname, "config") || (sscanf(iname, "nvme%*dq%d", &ctl) == 1 && ctl == 0))
+				continue;
+			snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
+			cpu_set_t s;
+			if (kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
+				continue;
+			CPU_OR(&d->irq_cpus, &d->irq_cpus, &s);
+			if (!d->nirq)
+				snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, iname);
+			d->irqs[d->nirq++] = irq;
+		}
+		if (dir)
+			closedir(dir);
+	}
 }
 
 /* ---- kworkers of the completion CPU: scheduling delay from schedstat ---- */
@@ -726,7 +861,10 @@ static int dio_run(const struct kr_opts *o)
 	r = kr_rt_check(99, why, sizeof(why));
 	if (r)
 		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
-	dio_find_device(st.st_dev, &dev);
+	int dirfd = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dio_find_device(dirfd, st.st_dev, (long)sfs.f_type, &dev);
+	if (dirfd >= 0)
+		close(dirfd);
 
 	/* the CPU whose kworkers complete the writes: the submitter is pinned there, so it
 	 * must be usable (online and in this process's affinity) */
@@ -753,8 +891,9 @@ static int dio_run(const struct kr_opts *o)
 		else
 			snprintf(how, sizeof(how), "%d queue IRQs on several CPUs: the submitter's", dev.nirq);
 	} else {
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s "
-			       "(no MSI interrupts found): give --cpu", dev.name[0] ? dev.name : cfg.dir);
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s: %s: "
+			       "give --cpu", dev.chain, !dev.ndisks ? "no block device found"
+			       : !dev.nmsi ? "no PCI MSI interrupts under it" : "no queue IRQs");
 	}
 	if (ccpu < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no usable CPU (affinity %s)",
@@ -763,13 +902,14 @@ static int dio_run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "--control needs 2 usable CPUs");
 	kr_cpu_isolation(ccpu, iso, sizeof(iso));
 
-	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.name);
-	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.name);
+	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.disks[0]);
+	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.disks[0]);
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
 		"sysctl:kernel.io_uring_disabled",
 		knob_rq, knob_sched, "config:CONFIG_HZ", "config:CONFIG_PREEMPT",
 		"config:CONFIG_SCHEDSTATS", NULL });
-	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type), dev.name[0] ? dev.name : "?");
+	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type),
+	       strncmp(dev.chain, "btrfs -> ", 9) ? dev.chain : dev.chain + 9);
 	kr_param("dir", "%s", cfg.dir);
 	kr_param("size", "%llu MiB", (unsigned long long)(cfg.size >> 20));
 	kr_param("extents", "%s", cfg.written ? "written" : "unwritten");
