@@ -13,7 +13,7 @@
  *
  * This program prepares a file outside the timed window, then measures 4 KiB random
  * O_DIRECT writes (io_uring, queue depth 32) from a SCHED_OTHER submitter (baseline) and
- * from a SCHED_FIFO 50 submitter pinned to the completion CPU that busy-polls (test). The
+ * from a SCHED_FIFO 40 submitter pinned to the completion CPU that busy-polls (test). The
  * verdict compares test IOPS with baseline IOPS.
  */
 #include "krepro.h"
@@ -31,12 +31,18 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/ioctl.h>
+#include <linux/btrfs.h>
 #include <unistd.h>
 
 #define DIO_BLOCK 4096
-#define SUBMITTER_PRIO 50 /* the RT storage service */
-#define KWORKER_PRIO 60	  /* --mitigate: above the submitter */
-#define MITIGATOR_PRIO 70 /* the thread re-applying it must not be starved either */
+/* The RT storage service: above SCHED_OTHER kworkers, below the SCHED_FIFO 50 of threaded
+ * IRQ handlers (threadirqs, PREEMPT_RT). At 50, FIFO order would make the device's irq/N
+ * thread wait for the busy-polling submitter: the IRQ thread, not the kworker, would
+ * starve, which is another phenomenon. */
+#define SUBMITTER_PRIO 40
+#define KWORKER_PRIO 45	  /* --mitigate: above the submitter, still below IRQ threads */
+#define MITIGATOR_PRIO 46 /* the thread re-applying it must not be starved either */
 #define RT_PHASE_MAX_NS 3000000000LL
 #define WATCHDOG_SLACK_NS 500000000LL /* the drain after the RT window */
 #define MAX_IRQS 64
@@ -118,53 +124,17 @@ static off_t dio_next_offset(struct dio_offsets *o)
 	return (off_t)(dio_permute(o, i) * DIO_BLOCK);
 }
 
-/* ---- /proc/interrupts ---- */
-
-/* Per-CPU counts of one IRQ from a /proc/interrupts line ("  36:  0  56369  PCI-MSIX...").
- * Returns the number of CPU columns read, -1 if the line is not that IRQ's. */
-static int dio_irq_line(const char *line, int irq, uint64_t *counts, int ncpu)
-{
-	char *end;
-	long n = strtol(line, &end, 10);
-
-	if (end == line || *end != ':' || n != irq)
-		return -1;
-	const char *p = end + 1;
-	int i;
-	for (i = 0; i < ncpu; i++) {
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p)
-			break;
-		counts[i] = v;
-		p = end;
-	}
-	return i;
-}
-
-/* The name at the end of an IRQ's /proc/interrupts line, and its per-CPU counts. */
-static int dio_irq_read(int irq, uint64_t *counts, int ncpu, char *name, size_t len)
-{
-	static char text[256 * 1024];
-
-	if (kr_read_file("/proc/interrupts", text, sizeof(text)) < 0)
-		return -1;
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-		int n = dio_irq_line(l, irq, counts, ncpu);
-		if (n < 0)
-			continue;
-		if (name) {
-			char *last = strrchr(l, ' ');
-			snprintf(name, len, "%s", last ? last + 1 : "?");
-		}
-		return n;
-	}
-	return -1;
-}
-
 /* ---- the block device and the CPU that completes its I/O ---- */
 
+#define MAX_DISKS 8
+
 struct dio_device {
-	char name[64];		/* "vda" */
+	char name[64];		/* the filesystem's device: "vda", "dm-0", "nvme0n1" */
+	char disks[MAX_DISKS][64]; /* the disks under it (dm/md slaves, btrfs devices) */
+	int ndisks;
+	char msi[MAX_DISKS * 2][PATH_MAX]; /* PCI functions' msi_irqs dirs of those disks */
+	int nmsi;
+	char chain[160];	/* how it was resolved: "dm-0 -> vda,vdb" */
 	int irqs[MAX_IRQS];	/* queue interrupts */
 	int nirq;
 	cpu_set_t irq_cpus;	/* their effective affinity */
@@ -172,57 +142,182 @@ struct dio_device {
 	int rq_affinity;
 };
 
-static void dio_find_device(dev_t dev, struct dio_device *d)
+static void dio_add_disk(struct dio_device *d, const char *disk)
 {
-	char path[PATH_MAX + 64], real[PATH_MAX], buf[256];
+	for (int i = 0; i < d->ndisks; i++)
+		if (!strcmp(d->disks[i], disk))
+			return;
+	if (d->ndisks < MAX_DISKS)
+		snprintf(d->disks[d->ndisks++], sizeof(d->disks[0]), "%s", disk);
+}
 
-	memset(d, 0, sizeof(*d));
-	d->rq_affinity = -1;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
-	if (!realpath(path, real))
+/* A block device name (disk or partition) -> the disks that carry its I/O, through the
+ * slaves of device-mapper and md devices. root prefixes /sys (tests use a fake tree). */
+static void dio_leaves(const char *root, const char *name, struct dio_device *d, int depth)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX], disk[64];
+
+	snprintf(path, sizeof(path), "%s/sys/class/block/%s", root, name);
+	if (depth > 8 || !realpath(path, real))
 		return;
 	snprintf(path, sizeof(path), "%s/partition", real);
 	if (access(path, F_OK) == 0)
 		*strrchr(real, '/') = 0; /* a partition: its disk is the parent */
-	snprintf(d->name, sizeof(d->name), "%s", strrchr(real, '/') + 1);
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/rq_affinity", d->name);
-	if (kr_read_file(path, buf, sizeof(buf)) >= 0)
-		d->rq_affinity = atoi(buf);
-	/* the interrupts: MSI vectors of the PCI function above the disk */
-	snprintf(path, sizeof(path), "/sys/block/%s/device", d->name);
-	if (!realpath(path, real))
-		return;
-	DIR *dir = NULL;
-	for (int up = 0; up < 6 && !dir; up++) {
-		snprintf(path, sizeof(path), "%s/msi_irqs", real);
-		dir = opendir(path);
-		char *slash = strrchr(real, '/');
-		if (!dir && slash && slash != real)
-			*slash = 0;
-	}
-	if (!dir)
-		return;
+	snprintf(disk, sizeof(disk), "%s", strrchr(real, '/') + 1);
+	snprintf(path, sizeof(path), "%s/slaves", real);
+	DIR *dir = opendir(path);
+	int n = 0;
 	struct dirent *e;
-	while ((e = readdir(dir)) && d->nirq < MAX_IRQS) {
-		uint64_t counts[1];
-		char name[64], aff[256];
-		int irq = atoi(e->d_name);
-		if (irq <= 0 || dio_irq_read(irq, counts, 1, name, sizeof(name)) < 0)
-			continue;
-		/* virtio's config vector and NVMe's admin queue carry no I/O completions */
-		int ctl = 0;
-		if (strstr(name, "config") || (sscanf(name, "nvme%*dq%d", &ctl) == 1 && ctl == 0))
-			continue;
-		snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
-		cpu_set_t s;
-		if (kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
-			continue;
-		CPU_OR(&d->irq_cpus, &d->irq_cpus, &s);
-		if (!d->nirq)
-			snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, name);
-		d->irqs[d->nirq++] = irq;
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.') {
+			dio_leaves(root, e->d_name, d, depth + 1);
+			n++;
+		}
+	if (dir)
+		closedir(dir);
+	if (!n)
+		dio_add_disk(d, disk);
+}
+
+/* the msi_irqs directory of the PCI function at or above a device directory */
+static int dio_msi_above(const char *dev, char *out, size_t len)
+{
+	char real[PATH_MAX], path[PATH_MAX + 16];
+
+	if (!realpath(dev, real))
+		return -1;
+	for (int up = 0; up < 6; up++) {
+		snprintf(path, sizeof(path), "%s/msi_irqs", real);
+		if (access(path, F_OK) == 0)
+			return snprintf(out, len, "%s", path) < (int)len ? 0 : -1;
+		char *slash = strrchr(real, '/');
+		if (!slash || slash == real)
+			break;
+		*slash = 0;
 	}
-	closedir(dir);
+	return -1;
+}
+
+/* The PCI functions whose interrupts complete a disk's I/O. An NVMe multipath head
+ * (nvmeXnY with native multipath) sits on the virtual nvme-subsysN device: its paths
+ * are the subsystem's controllers nvmeK, each on a PCI function of its own. */
+static void dio_disk_msi(const char *root, const char *disk, struct dio_device *d)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/block/%s/device", root, disk);
+	if (d->nmsi < MAX_DISKS * 2 && dio_msi_above(path, d->msi[d->nmsi], sizeof(d->msi[0])) == 0) {
+		d->nmsi++;
+		return;
+	}
+	if (!realpath(path, real) || !strstr(real, "nvme-subsys"))
+		return;
+	DIR *dir = opendir(real);
+	struct dirent *e;
+	while (dir && (e = readdir(dir)) && d->nmsi < MAX_DISKS * 2) {
+		int k;
+		char tail;
+		if (sscanf(e->d_name, "nvme%d%c", &k, &tail) != 1)
+			continue; /* controllers only, not nvme0n1 or nvme-subsys0 */
+		if (snprintf(path, sizeof(path), "%s/%s/device", real, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (dio_msi_above(path, d->msi[d->nmsi], sizeof(d->msi[0])) == 0)
+			d->nmsi++;
+	}
+	if (dir)
+		closedir(dir);
+}
+
+/* btrfs has no block device of its own (st_dev is anonymous): its devices are listed in
+ * /sys/fs/btrfs/<fsid>/devices */
+static void dio_btrfs_devices(const char *root, const char *fsid, struct dio_device *d)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/sys/fs/btrfs/%s/devices", root, fsid);
+	DIR *dir = opendir(path);
+	struct dirent *e;
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			dio_leaves(root, e->d_name, d, 0);
+	if (dir)
+		closedir(dir);
+}
+
+/* name: the device of st_dev (NULL: none, e.g. btrfs) and fsid (btrfs, else NULL) ->
+ * disks, MSI directories and the chain that says so */
+static void dio_resolve(const char *root, const char *name, const char *fsid, struct dio_device *d)
+{
+	size_t o = 0;
+
+	if (name)
+		snprintf(d->name, sizeof(d->name), "%s", name);
+	if (name)
+		dio_leaves(root, name, d, 0);
+	else if (fsid)
+		dio_btrfs_devices(root, fsid, d);
+	for (int i = 0; i < d->ndisks; i++)
+		dio_disk_msi(root, d->disks[i], d);
+	if (!d->name[0] && d->ndisks)
+		snprintf(d->name, sizeof(d->name), "%s", d->disks[0]);
+	o = (size_t)snprintf(d->chain, sizeof(d->chain), "%s", name ? name : fsid ? "btrfs" : "?");
+	if (d->ndisks != 1 || !name || strcmp(d->disks[0], name))
+		for (int i = 0; i < d->ndisks && o + 70 < sizeof(d->chain); i++)
+			o += (size_t)snprintf(d->chain + o, sizeof(d->chain) - o, "%s%s",
+					      i ? "," : " -> ", d->disks[i]);
+}
+
+static void dio_find_device(int dirfd, dev_t dev, long fstype, struct dio_device *d)
+{
+	char path[PATH_MAX + 64], real[PATH_MAX], buf[256], fsid[40] = "";
+	const char *name = NULL;
+
+	memset(d, 0, sizeof(*d));
+	d->rq_affinity = -1;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	if (realpath(path, real)) {
+		name = strrchr(real, '/') + 1;
+	} else if (fstype == BTRFS_SUPER_MAGIC) {
+		struct btrfs_ioctl_fs_info_args fi;
+		memset(&fi, 0, sizeof(fi));
+		if (ioctl(dirfd, BTRFS_IOC_FS_INFO, &fi) == 0) {
+			const unsigned char *u = fi.fsid;
+			snprintf(fsid, sizeof(fsid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+				 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6],
+				 u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+		}
+	}
+	dio_resolve("", name, fsid[0] ? fsid : NULL, d);
+	if (d->ndisks) {
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/rq_affinity", d->disks[0]);
+		if (kr_read_file(path, buf, sizeof(buf)) >= 0)
+			d->rq_affinity = atoi(buf);
+	}
+	/* the interrupts: MSI vectors of the PCI functions under the disks */
+	for (int m = 0; m < d->nmsi; m++) {
+		DIR *dir = opendir(d->msi[m]);
+		struct dirent *e;
+		while (dir && (e = readdir(dir)) && d->nirq < MAX_IRQS) {
+			char iname[64], aff[256];
+			int irq = atoi(e->d_name);
+			if (irq <= 0 || kr_irq_name(irq, iname, sizeof(iname)) < 0)
+				continue;
+			/* virtio's config vector and NVMe's admin queue carry no I/O completions */
+			int ctl = 0;
+			if (strstr(iname, "config") || (sscanf(iname, "nvme%*dq%d", &ctl) == 1 && ctl == 0))
+				continue;
+			snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
+			cpu_set_t s;
+			if (kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
+				continue;
+			CPU_OR(&d->irq_cpus, &d->irq_cpus, &s);
+			if (!d->nirq)
+				snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, iname);
+			d->irqs[d->nirq++] = irq;
+		}
+		if (dir)
+			closedir(dir);
+	}
 }
 
 /* ---- kworkers of the completion CPU: scheduling delay from schedstat ---- */
@@ -238,7 +333,7 @@ static void dio_kw_snapshot(int cpu, struct dio_kwsnap *s)
 	char glob[32];
 
 	snprintf(glob, sizeof(glob), "kworker/%d:*", cpu);
-	int n = kr_find_tasks(glob, s->tid, MAX_KWORKERS);
+	int n = kr_find_kthreads(glob, s->tid, MAX_KWORKERS);
 	s->n = 0;
 	for (int i = 0; i < n; i++)
 		if (kr_read_schedstat(s->tid[i], s->tid[i], &s->ss[s->n]) == 0)
@@ -276,7 +371,7 @@ static void dio_kw_names(const char *dev, char *out, size_t len)
 	int per_cpu[KR_MAX_CPUS] = { 0 }, cpu;
 
 	snprintf(glob, sizeof(glob), "kworker/[0-9]*dio/%s", dev); /* not the rescuer R */
-	int n = kr_find_tasks(glob, tids, 256);
+	int n = kr_find_kthreads(glob, tids, 256);
 	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)tids[i]);
 		if (kr_read_file(path, comm, sizeof(comm)) >= 0 &&
@@ -325,6 +420,8 @@ struct dio_phase {
 	uint64_t irq_cpu[KR_MAX_CPUS];
 	int raised;		/* --mitigate: kworkers raised to FIFO */
 	int err;
+	bool unguarded;		/* no watchdog: the phase did not go RT */
+	bool rt_refused;	/* SCHED_FIFO refused to a submitter */
 };
 
 struct dio_worker {
@@ -334,7 +431,8 @@ struct dio_worker {
 	pid_t tid;
 	struct dio_samples s;
 	int err;
-	bool armed_only; /* RT: raise the policy after the watchdog is armed */
+	bool unguarded;	 /* RT: no watchdog could be armed, so never go RT */
+	bool rt_refused; /* RT: sched_setscheduler failed */
 };
 
 static struct dio_offsets offsets;
@@ -356,13 +454,17 @@ static void dio_worker_start(struct dio_worker *w)
 	w->tid = kr_gettid();
 	pthread_barrier_wait(w->barrier);
 	pthread_barrier_wait(w->barrier);
-	if (w->ph->rt && kr_set_sched(0, SCHED_FIFO, SUBMITTER_PRIO) < 0)
-		w->err = errno;
+	if (!w->ph->rt || w->err)
+		return;
+	if (w->unguarded)
+		w->err = ECANCELED; /* never an RT busy loop without its watchdog */
+	else if (kr_set_sched(0, SCHED_FIFO, SUBMITTER_PRIO) < 0)
+		w->err = errno, w->rt_refused = true;
 }
 
 static void dio_worker_demote(struct dio_worker *w)
 {
-	if (w->ph->rt)
+	if (w->ph->rt && !w->unguarded && !w->rt_refused)
 		kr_set_sched(0, SCHED_OTHER, 0);
 }
 
@@ -483,7 +585,7 @@ static int dio_raise_kworkers(int cpu)
 	int raised = 0;
 
 	snprintf(glob, sizeof(glob), "kworker/%d:*", cpu);
-	int n = kr_find_tasks(glob, tids, MAX_KWORKERS);
+	int n = kr_find_kthreads(glob, tids, MAX_KWORKERS);
 	for (int i = 0; i < n; i++)
 		if (sched_getscheduler(tids[i]) == SCHED_OTHER &&
 		    kr_journal_sched(tids[i], SCHED_FIFO, KWORKER_PRIO) == 0)
@@ -501,23 +603,22 @@ static void *dio_mitigator(void *arg)
 	return NULL;
 }
 
-static void dio_irq_snapshot(const struct dio_device *d, uint64_t *per_cpu, int ncpu)
+/* the device's interrupts by CPU number (KR_MAX_CPUS entries) */
+static void dio_irq_snapshot(const struct dio_device *d, uint64_t *per_cpu)
 {
-	uint64_t c[KR_MAX_CPUS];
+	static uint64_t c[KR_MAX_CPUS];
 
-	memset(per_cpu, 0, (size_t)ncpu * sizeof(uint64_t));
-	for (int i = 0; i < d->nirq; i++) {
-		memset(c, 0, sizeof(c));
-		if (dio_irq_read(d->irqs[i], c, ncpu, NULL, 0) > 0)
-			for (int j = 0; j < ncpu; j++)
+	memset(per_cpu, 0, KR_MAX_CPUS * sizeof(uint64_t));
+	for (int i = 0; i < d->nirq; i++)
+		if (kr_irq_counts(d->irqs[i], c, KR_MAX_CPUS) == 0)
+			for (int j = 0; j < KR_MAX_CPUS; j++)
 				per_cpu[j] += c[j];
-	}
 }
 
 static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct dio_device *dev,
 			 double duration_s, bool mitigate)
 {
-	int nw = cfg.sync ? cfg.iodepth : 1, ncpu = kr_nr_cpus_online();
+	int nw = cfg.sync ? cfg.iodepth : 1;
 	struct dio_worker *w = calloc((size_t)nw, sizeof(*w));
 	pthread_t *th = calloc((size_t)nw, sizeof(pthread_t)), mt;
 	struct kr_watchdog **wd = calloc((size_t)nw, sizeof(*wd));
@@ -540,7 +641,7 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 			return errno;
 	}
 	dio_kw_snapshot(ccpu, &kw_before);
-	dio_irq_snapshot(dev, irq_before, ncpu);
+	dio_irq_snapshot(dev, irq_before);
 	pthread_barrier_init(&barrier, NULL, (unsigned)nw + 1);
 	for (int i = 0; i < nw; i++) {
 		void *(*fn)(void *) = cfg.sync ? dio_sync_worker : dio_uring_worker;
@@ -558,7 +659,8 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	ph->end = ph->start + len;
 	/* armed from this unpinned thread, so the watchdog is not pinned with the RT loop */
 	for (int i = 0; i < nw && ph->rt; i++)
-		wd[i] = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS);
+		if (!(wd[i] = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS)))
+			w[i].unguarded = ph->unguarded = true;
 	pthread_barrier_wait(&barrier);
 	for (int i = 0; i < nw; i++)
 		pthread_join(th[i], NULL);
@@ -572,14 +674,15 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	pthread_barrier_destroy(&barrier);
 	dio_kw_snapshot(ccpu, &kw_after);
 	ph->kw_ok = dio_kw_delta(&kw_before, &kw_after, &ph->kw_run_ms, &ph->kw_wait_ms) == 0;
-	dio_irq_snapshot(dev, ph->irq_cpu, ncpu);
-	for (int j = 0; j < ncpu; j++)
+	dio_irq_snapshot(dev, ph->irq_cpu);
+	for (int j = 0; j < KR_MAX_CPUS; j++)
 		ph->irq_cpu[j] -= irq_before[j];
 	for (int i = 0; i < nw; i++) {
 		for (size_t k = 0; k < w[i].s.n; k++)
 			dio_sample_add(&ph->s, w[i].s.t_s[k], w[i].s.lat_us[k]);
 		if (w[i].err && !ph->err)
 			ph->err = w[i].err;
+		ph->rt_refused |= w[i].rt_refused;
 		free(w[i].s.lat_us);
 		free(w[i].s.t_s);
 	}
@@ -729,7 +832,8 @@ static int dio_run(const struct kr_opts *o)
 	struct dio_device dev;
 	struct io_uring probe;
 	char how[200], knob_rq[128], knob_sched[128], tmpdir[PATH_MAX], path[PATH_MAX + 16];
-	int ncpu = kr_nr_cpus_online(), r, fd = -1;
+	char why[200];
+	int r, fd = -1;
 
 	/* requirements first, before anything changes */
 	if (statfs(cfg.dir, &sfs) < 0 || stat(cfg.dir, &st) < 0)
@@ -752,7 +856,15 @@ static int dio_run(const struct kr_opts *o)
 			return kr_error("io_uring_queue_init: %s", strerror(-r));
 		io_uring_queue_exit(&probe);
 	}
-	dio_find_device(st.st_dev, &dev);
+	/* the RT submitter and its SCHED_FIFO 99 watchdog: refused with EPERM in a cgroup
+	 * without RT runtime (RT_GROUP_SCHED), which is not an I/O error */
+	r = kr_rt_check(99, why, sizeof(why));
+	if (r)
+		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
+	int dirfd = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dio_find_device(dirfd, st.st_dev, (long)sfs.f_type, &dev);
+	if (dirfd >= 0)
+		close(dirfd);
 
 	/* the CPU whose kworkers complete the writes: the submitter is pinned there, so it
 	 * must be usable (online and in this process's affinity) */
@@ -779,8 +891,9 @@ static int dio_run(const struct kr_opts *o)
 		else
 			snprintf(how, sizeof(how), "%d queue IRQs on several CPUs: the submitter's", dev.nirq);
 	} else {
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s "
-			       "(no MSI interrupts found): give --cpu", dev.name[0] ? dev.name : cfg.dir);
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s: %s: "
+			       "give --cpu", dev.chain, !dev.ndisks ? "no block device found"
+			       : !dev.nmsi ? "no PCI MSI interrupts under it" : "no queue IRQs");
 	}
 	if (ccpu < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no usable CPU (affinity %s)",
@@ -789,13 +902,14 @@ static int dio_run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "--control needs 2 usable CPUs");
 	kr_cpu_isolation(ccpu, iso, sizeof(iso));
 
-	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.name);
-	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.name);
+	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.disks[0]);
+	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.disks[0]);
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
 		"sysctl:kernel.io_uring_disabled",
 		knob_rq, knob_sched, "config:CONFIG_HZ", "config:CONFIG_PREEMPT",
 		"config:CONFIG_SCHEDSTATS", NULL });
-	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type), dev.name[0] ? dev.name : "?");
+	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type),
+	       strncmp(dev.chain, "btrfs -> ", 9) ? dev.chain : dev.chain + 9);
 	kr_param("dir", "%s", cfg.dir);
 	kr_param("size", "%llu MiB", (unsigned long long)(cfg.size >> 20));
 	kr_param("extents", "%s", cfg.written ? "written" : "unwritten");
@@ -805,14 +919,18 @@ static int dio_run(const struct kr_opts *o)
 	kr_param("duration", "%.1f s per phase (RT phases <= 3 s)", o->duration_s);
 	kr_param("completion_cpu", "%d%s%s", ccpu, *iso ? " " : "", iso);
 	kr_param("submitter", "SCHED_FIFO %d in the RT phases", SUBMITTER_PRIO);
-	kr_param("mitigate", "%s", o->mitigate ? "kworkers at SCHED_FIFO 60" : "no");
+	kr_param("mitigate", "%s", o->mitigate ? "kworkers at SCHED_FIFO 45" : "no");
 	kr_param("repeat", "%d", o->repeat);
 	uint64_t seed = o->seed_set ? o->seed : 0x5eed;
 	kr_param("seed", "%llu", (unsigned long long)seed);
 	kr_param("threshold", "%g", o->threshold);
 
 	/* preparation, outside the timed windows; the journal removes it however we end */
-	snprintf(tmpdir, sizeof(tmpdir), "%s/krepro-dio_kworker-%d", cfg.dir, (int)getpid());
+	char dir[PATH_MAX];
+	if (!realpath(cfg.dir, dir))
+		return kr_error("--dir %s: %s", cfg.dir, strerror(errno));
+	snprintf(tmpdir, sizeof(tmpdir), "%.*s/krepro-dio_kworker-%d", PATH_MAX - 40, dir,
+		 (int)getpid());
 	snprintf(path, sizeof(path), "%s/data", tmpdir);
 	if (kr_journal_mkdir(tmpdir, 0700) < 0)
 		return kr_error("mkdir %s: %s", tmpdir, strerror(errno));
@@ -845,6 +963,15 @@ static int dio_run(const struct kr_opts *o)
 			r = dio_run_phase(&ph[i], fd, ccpu, &dev, o->duration_s, o->mitigate && i == 1);
 			if (r == EINVAL)
 				return kr_skip(KR_EXIT_SKIP_MACHINE, "O_DIRECT writes to %s fail with EINVAL", cfg.dir);
+			if (ph[i].unguarded)
+				return kr_error("%s phase: no RT watchdog could be armed: not run at "
+						"SCHED_FIFO", ph[i].name);
+			if (ph[i].rt_refused) {
+				int rc = kr_rt_check(SUBMITTER_PRIO, why, sizeof(why));
+				return rc ? rc == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(rc, "%s", why)
+					  : kr_error("%s phase: SCHED_FIFO %d refused: %s", ph[i].name,
+						     SUBMITTER_PRIO, strerror(r));
+			}
 			if (r)
 				return kr_error("%s phase: write failed: %s", ph[i].name, strerror(r));
 			dio_phase_figures(&ph[i], rep + 1, prefix);
@@ -878,9 +1005,13 @@ static int dio_run(const struct kr_opts *o)
 		}
 		char irqs[256] = "";
 		size_t off = 0;
-		for (int c = 0; c < ncpu && c < 8 && off + 32 < sizeof(irqs); c++)
-			off += (size_t)snprintf(irqs + off, sizeof(irqs) - off, " cpu%d=%llu", c,
-						(unsigned long long)ph[0].irq_cpu[c]);
+		/* the completion CPU and the CPUs that took any (by number: holes are fine) */
+		for (int c = 0, shown = 0; c < KR_MAX_CPUS && shown < 6 && off + 32 < sizeof(irqs); c++)
+			if (c == ccpu || ph[0].irq_cpu[c]) {
+				off += (size_t)snprintf(irqs + off, sizeof(irqs) - off, " cpu%d=%llu", c,
+							(unsigned long long)ph[0].irq_cpu[c]);
+				shown++;
+			}
 		if (dev.nirq)
 			kr_say("  device IRQs in baseline:%s", irqs);
 		if (o->mitigate)
@@ -939,9 +1070,11 @@ static const struct kr_prog prog = {
 		"Measures 4 KiB random O_DIRECT writes (io_uring, queue depth 32) to a file\n"
 		"prepared beforehand, from a submitter pinned to the CPU that completes the\n"
 		"device's I/O: first at SCHED_OTHER waiting normally (baseline), then at\n"
-		"SCHED_FIFO 50 busy-polling its completion ring (test). iomap completes every\n"
+		"SCHED_FIFO 40 busy-polling its completion ring (test). iomap completes every\n"
 		"async direct write in a kworker of the per-sb dio/<dev> workqueue on that CPU;\n"
-		"the RT submitter starves it, leaving ~5% of the CPU (RT throttling).\n"
+		"the RT submitter starves it, leaving ~5% of the CPU (RT throttling). FIFO 40\n"
+		"stays below the FIFO 50 of threaded IRQ handlers (threadirqs, PREEMPT_RT), so\n"
+		"the kworker starves, not the device's IRQ thread.\n"
 		"The completion CPU is the effective affinity of the disk's queue interrupt, or\n"
 		"the submitter's CPU with rq_affinity=2; --cpu overrides. The file is removed on\n"
 		"every exit path. --duration is per phase; RT phases last at most 3 s.\n"

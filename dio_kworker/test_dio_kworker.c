@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Description: unit tests of dio_kworker's verdict rule, its block permutation and its
- * /proc/interrupts parser (the program is included with main renamed).
+ * Description: unit tests of dio_kworker's verdict rule and its block permutation (the
+ * program is included with main renamed). The /proc/interrupts parser is lib's.
  */
 #define main dio_kworker_main
 #include "dio_kworker.c"
 #undef main
 
 #include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <cmocka.h>
 
@@ -80,19 +83,159 @@ static void offsets_are_aligned_and_wrap(void **state)
 	assert_int_equal(dio_next_offset(&offsets), first); /* second pass starts over */
 }
 
-static void irq_line_parses_counts(void **state)
+/* ---- device resolution on a fake /sys tree ---- */
+static char fake[] = "/tmp/krepro-dio-sys-XXXXXX";
+
+static void mk(const char *rel)
 {
-	uint64_t c[4] = { 9, 9, 9, 9 };
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s'", fake, rel);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void ln(const char *target, const char *link)
+{
+	char t[600], l[600];
+	snprintf(t, sizeof(t), "%s/%s", fake, target);
+	snprintf(l, sizeof(l), "%s/%s", fake, link);
+	assert_int_equal(symlink(t, l), 0);
+}
+
+#define PCI "sys/devices/pci0000:00/"
+static int fake_sys(void **state)
+{
 	(void)state;
-	assert_int_equal(dio_irq_line(" 36:          0      56369 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0",
-				      36, c, 2), 2);
-	assert_int_equal(c[0], 0);
-	assert_int_equal(c[1], 56369);
-	assert_int_equal(dio_irq_line(" 36:  1  2  x", 37, c, 2), -1);
-	assert_int_equal(dio_irq_line("NMI:  0  0  Non-maskable interrupts", 0, c, 2), -1);
-	/* fewer columns than CPUs asked for: only those read */
-	assert_int_equal(dio_irq_line("  7:   5   IO-APIC", 7, c, 4), 1);
-	assert_int_equal(c[0], 5);
+	if (!mkdtemp(fake))
+		return -1;
+	mk("sys/block");
+	mk("sys/class/block");
+	/* vda (with vda1) and vdb, virtio-blk on two PCI functions */
+	mk(PCI "0000:00:02.0/msi_irqs/36");
+	mk(PCI "0000:00:02.0/virtio1/block/vda/vda1");
+	mk(PCI "0000:00:02.0/virtio1/block/vda/vda1/partition");
+	ln(PCI "0000:00:02.0/virtio1", PCI "0000:00:02.0/virtio1/block/vda/device");
+	mk(PCI "0000:00:03.0/msi_irqs/40");
+	mk(PCI "0000:00:03.0/virtio2/block/vdb");
+	ln(PCI "0000:00:03.0/virtio2", PCI "0000:00:03.0/virtio2/block/vdb/device");
+	/* dm-0 over vda1 and vdb; md0 over dm-0 */
+	mk("sys/devices/virtual/block/dm-0/slaves");
+	ln(PCI "0000:00:02.0/virtio1/block/vda/vda1", "sys/devices/virtual/block/dm-0/slaves/vda1");
+	ln(PCI "0000:00:03.0/virtio2/block/vdb", "sys/devices/virtual/block/dm-0/slaves/vdb");
+	mk("sys/devices/virtual/block/md0/slaves");
+	ln("sys/devices/virtual/block/dm-0", "sys/devices/virtual/block/md0/slaves/dm-0");
+	/* loop0: no device, no interrupts */
+	mk("sys/devices/virtual/block/loop0");
+	/* NVMe native multipath: head nvme0n1 on nvme-subsys0, controllers on 2 functions */
+	mk("sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1");
+	ln("sys/devices/virtual/nvme-subsystem/nvme-subsys0",
+	   "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1/device");
+	for (int k = 0; k < 2; k++) {
+		char fn[64], ctl[128], link[200];
+		snprintf(fn, sizeof(fn), PCI "0000:00:0%d.0", 4 + k);
+		snprintf(ctl, sizeof(ctl), "%s/nvme/nvme%d", fn, k);
+		mk(ctl);
+		snprintf(link, sizeof(link), "%s/msi_irqs/5%d", fn, k);
+		mk(link);
+		snprintf(link, sizeof(link), "%s/device", ctl);
+		ln(fn, link);
+		snprintf(link, sizeof(link), "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme%d", k);
+		ln(ctl, link);
+	}
+	/* btrfs on vdb */
+	mk("sys/fs/btrfs/0123-uuid/devices");
+	ln(PCI "0000:00:03.0/virtio2/block/vdb", "sys/fs/btrfs/0123-uuid/devices/vdb");
+	static const char *const blk[][2] = {
+		{ PCI "0000:00:02.0/virtio1/block/vda", "vda" },
+		{ PCI "0000:00:02.0/virtio1/block/vda/vda1", "vda1" },
+		{ PCI "0000:00:03.0/virtio2/block/vdb", "vdb" },
+		{ "sys/devices/virtual/block/dm-0", "dm-0" },
+		{ "sys/devices/virtual/block/md0", "md0" },
+		{ "sys/devices/virtual/block/loop0", "loop0" },
+		{ "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n1", "nvme0n1" },
+	};
+	for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++) {
+		char l[160];
+		snprintf(l, sizeof(l), "sys/class/block/%s", blk[i][1]);
+		ln(blk[i][0], l);
+		if (strcmp(blk[i][1], "vda1")) {
+			snprintf(l, sizeof(l), "sys/block/%s", blk[i][1]);
+			ln(blk[i][0], l);
+		}
+	}
+	return 0;
+}
+
+static int fake_sys_remove(void **state)
+{
+	char cmd[600];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fake);
+	return system(cmd);
+}
+
+static struct dio_device resolved(const char *name, const char *fsid)
+{
+	struct dio_device d;
+	memset(&d, 0, sizeof(d));
+	dio_resolve(fake, name, fsid, &d);
+	return d;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t a = strlen(s), b = strlen(tail);
+	return a >= b && !strcmp(s + a - b, tail);
+}
+
+static void device_partition_and_disk(void **state)
+{
+	(void)state;
+	struct dio_device d = resolved("vda1", NULL);
+	assert_int_equal(d.ndisks, 1);
+	assert_string_equal(d.disks[0], "vda");
+	assert_int_equal(d.nmsi, 1);
+	assert_true(ends_with(d.msi[0], "0000:00:02.0/msi_irqs"));
+	assert_string_equal(d.chain, "vda1 -> vda");
+	d = resolved("vda", NULL);
+	assert_string_equal(d.chain, "vda");
+}
+
+static void device_mapper_and_md(void **state)
+{
+	(void)state;
+	struct dio_device d = resolved("dm-0", NULL);
+	assert_int_equal(d.ndisks, 2);
+	assert_int_equal(d.nmsi, 2);
+	assert_string_equal(d.name, "dm-0");
+	assert_true(!strcmp(d.chain, "dm-0 -> vda,vdb") || !strcmp(d.chain, "dm-0 -> vdb,vda"));
+	d = resolved("md0", NULL);
+	assert_int_equal(d.ndisks, 2);
+	assert_int_equal(d.nmsi, 2);
+}
+
+static void device_nvme_multipath(void **state)
+{
+	(void)state;
+	struct dio_device d = resolved("nvme0n1", NULL);
+	assert_int_equal(d.ndisks, 1);
+	assert_int_equal(d.nmsi, 2); /* both controllers' PCI functions */
+	assert_true(ends_with(d.msi[0], "msi_irqs") && ends_with(d.msi[1], "msi_irqs"));
+	assert_string_not_equal(d.msi[0], d.msi[1]);
+}
+
+static void device_btrfs_and_none(void **state)
+{
+	(void)state;
+	struct dio_device d = resolved(NULL, "0123-uuid");
+	assert_int_equal(d.ndisks, 1);
+	assert_string_equal(d.name, "vdb");
+	assert_int_equal(d.nmsi, 1);
+	assert_string_equal(d.chain, "btrfs -> vdb");
+	d = resolved("loop0", NULL);
+	assert_int_equal(d.ndisks, 1);
+	assert_int_equal(d.nmsi, 0); /* SKIP: "no PCI MSI interrupts under it" */
+	d = resolved(NULL, "no-such-uuid");
+	assert_int_equal(d.ndisks, 0);
 }
 
 int main(void)
@@ -104,7 +247,13 @@ int main(void)
 		cmocka_unit_test(rule_without_baseline_is_error),
 		cmocka_unit_test(permutation_is_bijective),
 		cmocka_unit_test(offsets_are_aligned_and_wrap),
-		cmocka_unit_test(irq_line_parses_counts),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest devices[] = {
+		cmocka_unit_test(device_partition_and_disk),
+		cmocka_unit_test(device_mapper_and_md),
+		cmocka_unit_test(device_nvme_multipath),
+		cmocka_unit_test(device_btrfs_and_none),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL) |
+	       cmocka_run_group_tests(devices, fake_sys, fake_sys_remove);
 }

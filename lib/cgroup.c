@@ -122,3 +122,84 @@ int kr_cgroup_attach_pid(const char *path, pid_t pid)
 {
 	return cgroup_write_id(path, "cgroup.procs", pid);
 }
+
+/* ---- may this process run SCHED_FIFO threads? ---- */
+
+static void *rt_probe(void *arg)
+{
+	return arg;
+}
+
+int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
+		       size_t flen, char *group, size_t glen)
+{
+	int found = -1;
+
+	*file = *group = 0;
+	for (const char *l = proc_cgroup; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		char line[1024], *c1, *c2;
+		size_t len = strcspn(l, "\n");
+		if (len >= sizeof(line))
+			continue;
+		memcpy(line, l, len);
+		line[len] = 0;
+		/* "hierarchy-id:controller,list:/path" */
+		if (!(c1 = strchr(line, ':')) || !(c2 = strchr(c1 + 1, ':')))
+			continue;
+		*c2 = 0;
+		const char *ctls = c1 + 1, *path = c2 + 1;
+		const char *mnt = NULL;
+		int kind = 0;
+		if (*path != '/')
+			continue;
+		if (cg->v1_cpu[0] && list_has_word(ctls, "cpu", ','))
+			mnt = cg->v1_cpu, kind = 1;
+		else if (!*ctls && cg->v2[0] && !cg->v1_cpu[0] && found < 0)
+			mnt = cg->v2, kind = 2; /* v2 has no rt files; the file may be absent */
+		if (!mnt)
+			continue;
+		snprintf(file, flen, "%s%s%scpu.rt_runtime_us", mnt, path,
+			 path[1] ? "/" : "");
+		snprintf(group, glen, "%s", path);
+		found = kind;
+		if (kind == 1)
+			break;
+	}
+	return found;
+}
+
+int kr_rt_check(int prio, char *reason, size_t len)
+{
+	static char text[16384];
+	struct kr_cgroups cg;
+	char file[700], group[512], val[64];
+	pthread_t t;
+
+	/* the truth: can a thread of this process be SCHED_FIFO prio? */
+	if (kr_thread_start(&t, -1, SCHED_FIFO, prio, rt_probe, NULL) == 0) {
+		pthread_join(t, NULL);
+		return 0;
+	}
+	int e = errno;
+	if (e != EPERM) {
+		snprintf(reason, len, "cannot start a SCHED_FIFO %d thread: %s", prio, strerror(e));
+		return KR_EXIT_ERROR;
+	}
+	/* CONFIG_RT_GROUP_SCHED: a group without RT runtime refuses SCHED_FIFO with EPERM,
+	 * even to root (new v1 cpu groups start with cpu.rt_runtime_us 0) */
+	if (kr_cgroups_find(&cg) == 0 && kr_read_file("/proc/self/cgroup", text, sizeof(text)) >= 0) {
+		int kind = kr_rt_runtime_file(text, &cg, file, sizeof(file), group, sizeof(group));
+		if (kind == 1 && kr_read_file(file, val, sizeof(val)) >= 0 && atol(val) == 0) {
+			snprintf(reason, len, "no RT time: cpu.rt_runtime_us=0 in cgroup %s", group);
+			return KR_EXIT_SKIP_MACHINE;
+		}
+		char cfg[8];
+		if (kind == 2 && strcmp(group, "/") && kr_kconfig("CONFIG_RT_GROUP_SCHED", cfg, sizeof(cfg)) == 1) {
+			snprintf(reason, len, "no RT time in v2 cgroup %s (RT_GROUP_SCHED: "
+				 "rt_runtime_us=0)", group);
+			return KR_EXIT_SKIP_MACHINE;
+		}
+	}
+	snprintf(reason, len, "needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= %d) for SCHED_FIFO", prio);
+	return KR_EXIT_SKIP_MACHINE;
+}

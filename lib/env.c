@@ -169,32 +169,24 @@ static void env_thread_policies(void)
 /* IRQs of network and block devices, with the CPUs they are delivered to */
 static void env_irq_affinity(void)
 {
-	static char text[128 * 1024];
+	static int irqs[8192];
 	char out[1024] = "";
 	size_t o = 0;
+	int n = kr_irq_list(irqs, 8192);
 
-	if (kr_read_file("/proc/interrupts", text, sizeof(text)) < 0)
-		return;
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-		char *colon = strchr(l, ':');
-		if (!colon)
-			continue;
-		int irq = atoi(l);
-		if (irq <= 0 && strspn(l, " 0") == 0)
-			continue;
-		const char *name = strrchr(l, ' ');
-		if (!name || !strstr(colon, "-") ||
+	for (int i = 0; i < n; i++) {
+		char name[128], p[64], aff[64];
+		if (kr_irq_name(irqs[i], name, sizeof(name)) < 0 ||
 		    !(strstr(name, "virtio") || strstr(name, "nvme") || strstr(name, "eth") ||
 		      strstr(name, "mlx") || strstr(name, "-rx") || strstr(name, "-tx") ||
 		      strstr(name, "TxRx") || strstr(name, "ahci")))
 			continue;
-		char p[64], aff[64];
-		snprintf(p, sizeof(p), "/proc/irq/%d/effective_affinity_list", irq);
+		snprintf(p, sizeof(p), "/proc/irq/%d/effective_affinity_list", irqs[i]);
 		if (kr_read_file(p, aff, sizeof(aff)) < 0)
 			snprintf(aff, sizeof(aff), "?");
 		if (o < sizeof(out) - 80)
 			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s=%s", o ? " " : "",
-					      name + 1, aff);
+					      name, aff);
 	}
 	kr_env("irq_affinity", "%s", o ? out : "(no network or block device IRQs found)");
 }

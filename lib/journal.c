@@ -8,6 +8,10 @@
  * and the supervising parent can always restore the whole journal after the child ends.
  * A journal whose owner died (SIGKILL) is restored by the next run of any program.
  *
+ * Paths are journaled absolute (resolved before the change): a restore runs from any
+ * directory, e.g. `--restore-only` after a SIGKILL. An entry that could not be undone is
+ * reported as such, never as done.
+ *
  * Line format, fields separated by tabs, with \t \n \\ escaped:
  *   krepro-journal <pid> <starttime> <program>
  *   write <path> <undo value>
@@ -22,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,11 +166,52 @@ int kr_journal_child(pid_t pid)
 	return journal_append("child\t%d\t%llu\n", (int)pid, task_starttime(pid));
 }
 
+/* path made absolute, without following its last component (it may not exist yet, or be a
+ * symlink the undo must remove, not its target): the directory resolved, the name kept */
+int kr_journal_abspath(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+
+	if (!*path || !*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		errno = EINVAL; /* "dir/", ".": no name to keep */
+		return -1;
+	}
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (!realpath(dir, real))
+		return -1;
+	int n = snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "", name);
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* escaped absolute path for a journal line */
+static int journal_path_field(const char *path, char *out, size_t len)
+{
+	char abs[PATH_MAX];
+
+	if (kr_journal_abspath(path, abs, sizeof(abs)) < 0) {
+		kr_warn("journal: cannot resolve %s: %s", path, strerror(errno));
+		return -1;
+	}
+	journal_escape(abs, out, len);
+	return 0;
+}
+
 int kr_journal_write_undo(const char *path, const char *value, const char *undo)
 {
 	char p[1024], u[2048];
 
-	journal_escape(path, p, sizeof(p));
+	if (journal_path_field(path, p, sizeof(p)) < 0)
+		return -1;
 	journal_escape(undo, u, sizeof(u));
 	if (journal_append("write\t%s\t%s\n", p, u) < 0)
 		return -1;
@@ -185,8 +231,7 @@ int kr_journal_mkdir(const char *path, mode_t mode)
 {
 	char p[1024];
 
-	journal_escape(path, p, sizeof(p));
-	if (journal_append("rmdir\t%s\n", p) < 0)
+	if (journal_path_field(path, p, sizeof(p)) < 0 || journal_append("rmdir\t%s\n", p) < 0)
 		return -1;
 	return mkdir(path, mode);
 }
@@ -195,7 +240,8 @@ int kr_journal_unlink(const char *path)
 {
 	char p[1024];
 
-	journal_escape(path, p, sizeof(p));
+	if (journal_path_field(path, p, sizeof(p)) < 0)
+		return -1;
 	return journal_append("unlink\t%s\n", p);
 }
 
@@ -287,20 +333,37 @@ static int journal_undo_line(char *line, bool verbose)
 	for (int i = 0; i < n; i++)
 		journal_unescape(f[i]);
 	int r = 0;
+	const char *gone = "";
+	bool pathed = (!strcmp(f[0], "write") && n == 3) ||
+		      ((!strcmp(f[0], "rmdir") || !strcmp(f[0], "unlink")) && n == 2);
+	if (pathed && f[1][0] != '/') {
+		/* relative to a directory this process does not know (an older krepro's
+		 * journal): acting here could remove the wrong file; say so instead */
+		fprintf(stderr, "krepro: cannot restore %s %s: a relative path "
+			"(from the dead run's directory): undo it by hand\n", f[0], f[1]);
+		return 1;
+	}
 	if (!strcmp(f[0], "write") && n == 3) {
 		r = kr_write_file(f[1], f[2]);
 		if (r < 0 && errno == ENOENT)
-			r = 0; /* gone with its namespace or device: nothing to restore */
+			r = 0, gone = " (gone: nothing to restore)"; /* with its namespace or device */
 		if (verbose)
-			fprintf(stderr, "krepro: restore %s = %s%s\n", f[1], f[2], r ? " FAILED" : "");
+			fprintf(stderr, "krepro: restore %s = %s%s\n", f[1], f[2], r ? " FAILED" : gone);
 	} else if (!strcmp(f[0], "rmdir") && n == 2) {
+		if (access(f[1], F_OK) < 0 && errno == ENOENT)
+			gone = " (not there: never made, or removed already)";
 		r = remove_cgroup_dir(f[1]);
 		if (verbose)
-			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
+			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : gone);
 	} else if (!strcmp(f[0], "unlink") && n == 2) {
-		r = unlink(f[1]) < 0 && errno != ENOENT ? -1 : 0;
+		if (unlink(f[1]) == 0)
+			r = 0;
+		else if (errno == ENOENT)
+			gone = " (not there: never made, or removed already)";
+		else
+			r = -1;
 		if (verbose)
-			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : "");
+			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : gone);
 	} else if (!strcmp(f[0], "sched") && n == 5) {
 		char *end;
 		long tid = strtol(f[1], &end, 10);
@@ -348,30 +411,9 @@ static int journal_restore_text(char *text, bool verbose)
 	return failed;
 }
 
-static char *read_whole_file(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	char *t = malloc((size_t)st.st_size + 1);
-	ssize_t r = t ? read(fd, t, (size_t)st.st_size) : -1;
-	close(fd);
-	if (r < 0) {
-		free(t);
-		return NULL;
-	}
-	t[r] = 0;
-	return t;
-}
-
 int kr_journal_restore_file(const char *path, bool verbose)
 {
-	char *t = read_whole_file(path);
+	char *t = kr_read_text(path);
 
 	if (!t)
 		return errno == ENOENT ? 0 : -1;
@@ -403,12 +445,14 @@ int kr_journal_finish(void)
 	return failed;
 }
 
-int kr_journal_restore_stale(void)
+int kr_journal_restore_stale(int *failed)
 {
 	DIR *d = opendir(kr_rundir());
 	struct dirent *e;
 	int found = 0;
 
+	if (failed)
+		*failed = 0;
 	if (!d)
 		return errno == ENOENT ? 0 : -1;
 	while ((e = readdir(d))) {
@@ -419,7 +463,7 @@ int kr_journal_restore_stale(void)
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
 		if (pid == getpid() || pid <= 0)
 			continue;
-		char *t = read_whole_file(path);
+		char *t = kr_read_text(path);
 		if (!t)
 			continue;
 		unsigned long long st = 0, cst = 0;
@@ -437,10 +481,15 @@ int kr_journal_restore_stale(void)
 			kr_sleep_ns(10000000);
 		fprintf(stderr, "krepro: found the journal of a %s run (pid %d) that did not finish; restoring it\n",
 			prog, (int)pid);
-		if (kr_journal_restore_file(path, true) == 0)
+		int nf = kr_journal_restore_file(path, true);
+		if (nf == 0) {
 			unlink(path);
-		else
-			fprintf(stderr, "krepro: kept %s: some entries could not be restored\n", path);
+		} else {
+			fprintf(stderr, "krepro: kept %s: %d entr%s could not be restored\n", path,
+				nf < 0 ? 1 : nf, nf == 1 ? "y" : "ies");
+			if (failed)
+				(*failed)++;
+		}
 		found++;
 	}
 	closedir(d);

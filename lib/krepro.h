@@ -212,10 +212,13 @@ struct kr_schedstat {
 int kr_parse_schedstat(const char *text, struct kr_schedstat *s);
 int kr_read_schedstat(pid_t pid, pid_t tid, struct kr_schedstat *s); /* tid 0: the process */
 
-/* /proc/PID/stat fields we need: state, policy, rt_priority, processor, starttime */
+/* /proc/PID/stat fields we need: state, ppid, flags, policy, rt_priority, processor,
+ * starttime */
 struct kr_taskstat {
 	char comm[64];
 	char state;
+	int ppid;
+	unsigned long flags; /* PF_*: PF_KTHREAD 0x00200000 */
 	int policy, rt_priority, processor;
 	unsigned long long starttime;
 };
@@ -225,6 +228,29 @@ int kr_read_taskstat(pid_t tid, struct kr_taskstat *t);
 /* Tasks (threads) whose comm matches a glob (fnmatch), e.g. "ksoftirqd/1", "kworker/1:*".
  * Returns the number found (at most max) */
 int kr_find_tasks(const char *glob, pid_t *tids, int max);
+/* The same among kernel threads only (children of kthreadd from /proc/2/task/2/children,
+ * else processes with PF_KTHREAD): cheap enough to repeat on hosts with 10k threads. */
+int kr_find_kthreads(const char *glob, pid_t *tids, int max);
+
+/* a whole file of any size (/proc files report size 0): malloc'd, NUL-terminated; NULL
+ * with errno */
+char *kr_read_text(const char *path);
+
+/* ---- interrupts: /sys/kernel/irq/N/ first, /proc/interrupts where it is missing ---- */
+/* IRQ numbers, ascending; returns how many (at most max), -1 when neither is readable */
+int kr_irq_list(int *irqs, int max);
+/* the action name(s) of an IRQ ("virtio1-req.0", "nvme0q1"); -1 when it has none */
+int kr_irq_name(int irq, char *buf, size_t len);
+/* interrupt counts of an IRQ by CPU number (per_cpu[cpu], max entries, zeroed first) */
+int kr_irq_counts(int irq, uint64_t *per_cpu, int max);
+/* parsers (tests): per_cpu_count "0,15,3" -> per_cpu[]; returns the number of CPUs */
+int kr_parse_per_cpu_count(const char *text, uint64_t *per_cpu, int max);
+/* /proc/interrupts header "  CPU0 CPU2 ..." -> col_cpu[column] = CPU; returns columns */
+int kr_interrupts_header(const char *line, int *col_cpu, int max);
+/* one line: irq (-1 for NMI, LOC...), per_cpu[col_cpu[i]] (may be NULL), the last word
+ * (the action) into name (may be NULL); returns the count columns read, -1 if no "N:" */
+int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
+		       uint64_t *per_cpu, int max, char *name, size_t nlen);
 
 /* Kernel config: value of "CONFIG_X" ("y", "m", "250", ...) into buf; returns 1 if set, 0 if
  * "is not set" or absent, -1 if no config is readable (/proc/config.gz, /boot/config-R). */
@@ -312,8 +338,12 @@ int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter);
 /* Restore everything journaled so far, in reverse, and empty the journal. Returns the number
  * of entries that could not be restored. */
 int kr_journal_restore(void);
-/* Restore journals of dead krepro processes; returns how many were found (-1 on error). */
-int kr_journal_restore_stale(void);
+/* Restore journals of dead krepro processes; returns how many were found (-1 on error);
+ * failed (may be NULL): how many of them could not be restored completely (kept). */
+int kr_journal_restore_stale(int *failed);
+/* path made absolute as the journal records it: its directory resolved, its last
+ * component kept (it may not exist yet). -1 with errno. */
+int kr_journal_abspath(const char *path, char *out, size_t len);
 /* Restore one journal file (exposed for tests); verbose: say each step on stderr */
 int kr_journal_restore_file(const char *path, bool verbose);
 /* Directory used for the journal and lock (default /run/krepro; KREPRO_RUNDIR overrides, for
@@ -337,6 +367,17 @@ int kr_cgroup_enable(const char *parent, const char *controller);
 /* move a thread into a group (v1: "tasks"; v2: "cgroup.threads", threaded groups only) */
 int kr_cgroup_attach_tid(const char *path, pid_t tid);
 int kr_cgroup_attach_pid(const char *path, pid_t pid);
+
+/* ---- may this process run SCHED_FIFO threads? ----
+ * kr_rt_check starts a SCHED_FIFO prio thread that exits at once. 0: it can. Else an
+ * exit code and reason: 129 when refused (EPERM) because cpu.rt_runtime_us is 0 in the
+ * caller's cgroup (CONFIG_RT_GROUP_SCHED; v1 groups start at 0; v2 groups have none) or
+ * for want of CAP_SYS_NICE; 128 on other errors. Call it before changing anything. */
+int kr_rt_check(int prio, char *reason, size_t len);
+/* the cpu.rt_runtime_us file of the caller's group from /proc/self/cgroup text: returns 1
+ * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1; group: the cgroup path */
+int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
+		       size_t flen, char *group, size_t glen);
 
 /* ---- network lab: anonymous network namespaces and veth (no ip/ethtool binaries) ----
  * Namespaces are held by file descriptors only, never mounted, so they vanish with the

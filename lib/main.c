@@ -337,9 +337,19 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 			kr_usage_error("another krepro run (pid %d) holds %s/lock", (int)holder, kr_rundir());
 			return KR_EXIT_ERROR;
 		}
-		int found = kr_journal_restore_stale();
-		fprintf(stderr, "%s: %d journal(s) of unfinished runs restored\n", p->name, found < 0 ? 0 : found);
-		return found < 0 ? KR_EXIT_ERROR : KR_EXIT_PASS;
+		int failed = 0, found = kr_journal_restore_stale(&failed);
+		if (found < 0) {
+			kr_usage_error("cannot read %s: %s", kr_rundir(), strerror(errno));
+			return KR_EXIT_ERROR;
+		}
+		if (failed) {
+			fprintf(stderr, "%s: %d of %d journal(s) of unfinished runs could not be "
+				"restored completely (kept in %s): see above\n", p->name, failed, found,
+				kr_rundir());
+			return KR_EXIT_ERROR;
+		}
+		fprintf(stderr, "%s: %d journal(s) of unfinished runs restored\n", p->name, found);
+		return KR_EXIT_PASS;
 	}
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes scheduler, cgroup or network settings)");
@@ -351,7 +361,11 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 					(int)holder, kr_rundir());
 		return kr_error("cannot take %s/lock: %s", kr_rundir(), strerror(errno));
 	}
-	kr_journal_restore_stale();
+	int stale_failed = 0;
+	kr_journal_restore_stale(&stale_failed);
+	if (stale_failed)
+		kr_warn("%d journal(s) of unfinished runs could not be restored completely "
+			"(kept in %s): the machine may not be as it was", stale_failed, kr_rundir());
 	kr_kmsg("krepro: %s start", p->name);
 	return supervise();
 }

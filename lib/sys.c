@@ -295,7 +295,11 @@ int kr_parse_taskstat(const char *text, struct kr_taskstat *t)
 		if (field == 3)
 			t->state = *p;
 		else if (sscanf(p, "%llu", &v) == 1) {
-			if (field == 22)
+			if (field == 4)
+				t->ppid = (int)v;
+			else if (field == 9)
+				t->flags = (unsigned long)v;
+			else if (field == 22)
 				t->starttime = v;
 			else if (field == 39)
 				t->processor = (int)v;
@@ -349,6 +353,51 @@ int kr_find_tasks(const char *glob, pid_t *tids, int max)
 				tids[n++] = (pid_t)atoi(te->d_name);
 		}
 		closedir(td);
+	}
+	closedir(d);
+	return n;
+}
+
+#define KR_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+static bool comm_matches(const char *pid, const char *glob)
+{
+	char path[64], comm[64];
+
+	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+	return kr_read_file(path, comm, sizeof(comm)) >= 0 && fnmatch(glob, comm, 0) == 0;
+}
+
+int kr_find_kthreads(const char *glob, pid_t *tids, int max)
+{
+	int n = 0;
+	/* every kthread but kthreadd is its child: one short file, not every task's comm */
+	char *kids = kr_read_text("/proc/2/task/2/children");
+
+	if (kids && *kids) {
+		char *save = NULL;
+		if (comm_matches("2", glob) && n < max)
+			tids[n++] = 2;
+		for (char *t = strtok_r(kids, " \n", &save); t && n < max; t = strtok_r(NULL, " \n", &save))
+			if (comm_matches(t, glob))
+				tids[n++] = (pid_t)atoi(t);
+		free(kids);
+		return n;
+	}
+	free(kids);
+	/* no CONFIG_PROC_CHILDREN: processes only (a kthread has no other threads), PF_KTHREAD */
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < max) {
+		struct kr_taskstat ts;
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid_t pid = (pid_t)atoi(e->d_name);
+		if (kr_read_taskstat(pid, &ts) == 0 && (ts.flags & KR_PF_KTHREAD) &&
+		    fnmatch(glob, ts.comm, 0) == 0)
+			tids[n++] = pid;
 	}
 	closedir(d);
 	return n;

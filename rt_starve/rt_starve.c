@@ -450,10 +450,10 @@ static void *burner_main(void *arg)
 	struct kr_watchdog *w = kr_watchdog_arm(kr_gettid(), b->deadline);
 
 	atomic_store(&b->started, kr_now_ns());
-	while (kr_now_ns() < b->deadline)
-		; /* own the CPU: nothing below our priority runs here */
+	while (w && kr_now_ns() < b->deadline)
+		; /* own the CPU: nothing below our priority runs here (never without watchdog) */
 	atomic_store(&b->ended, kr_now_ns());
-	b->fired = kr_watchdog_disarm(w);
+	b->fired = w ? kr_watchdog_disarm(w) : -1;
 	return NULL;
 }
 
@@ -627,6 +627,8 @@ static int run_repeat(struct lab *lab, const struct kr_opts *o, int rep, struct 
 	}
 	for (int k = 0; k < 3; k++)
 		res->softnet[k] = sn1[k] - sn0[k];
+	if (b.fired < 0)
+		return kr_error("no RT watchdog could be armed: the burner did not run");
 	if (b.fired)
 		return kr_error("the watchdog had to stop the burner");
 
@@ -730,7 +732,7 @@ static int rs_run(const struct kr_opts *o)
 	pthread_t et;
 	char key[64];
 	cpu_set_t usable;
-	char iso[32];
+	char iso[32], why[200];
 
 	memset(&lab, 0, sizeof(lab));
 	lab.ns_client = lab.ns_server = -1;
@@ -739,6 +741,10 @@ static int rs_run(const struct kr_opts *o)
 	if (kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other) < 0 || lab.other < 0)
 		return kr_skip(129, "needs 2 usable CPUs (the victim CPU and one for client "
 			       "and server)");
+	/* the burner and its SCHED_FIFO 99 watchdog (EPERM also from cpu.rt_runtime_us 0) */
+	int rt = kr_rt_check(99, why, sizeof(why));
+	if (rt)
+		return rt == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(rt, "%s", why);
 	int mit_prio = (int)opt_prio + 1;
 
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:thread_policies",

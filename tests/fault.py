@@ -3,8 +3,8 @@
 """Description: the fault test (issue 10). For each program: a default run, then the program
 killed with SIGINT, SIGTERM and SIGKILL at seeded random points (a third of them in the first
 300 ms, where the changes are made, the rest uniform over the length of a default run, which
-covers the RT/measurement phase); after SIGKILL, `--restore-only` of this or another program
-must restore what the dead run left. After every trial the machine must be as before:
+covers the RT/measurement phase); after SIGKILL, `--restore-only` of this or another program,
+started from another directory (/), must restore what the dead run left. After every trial the machine must be as before:
 scripts/krstate.py's snapshot, plus every sysctl under kernel/, vm/ and net/core/, IRQ
 affinities, hugepage counts, PM QoS, and the scheduling policy of every task. Also: two runs
 at once (the second exits 128 naming the holder of the lock and changes nothing) and an
@@ -221,7 +221,7 @@ def disturbed_retry(res, name, fn, *args):
             time.sleep(0.5)
         if [j for j in os.listdir(RUNDIR) if j.startswith("journal.")] if os.path.isdir(RUNDIR) else []:
             # a dead run's journal (someone else's): any run restores it first, as documented
-            finish(start([Monitor.restorer, "--restore-only", "--wait", "120"]), 60)
+            finish(start([Monitor.restorer, "--restore-only", "--wait", "120"], cwd="/"), 60)
         with Monitor() as m:
             out = fn(Verdict, *args)
         if not m.seen:
@@ -322,7 +322,9 @@ def kill_trial(res, name, exe, sig, when, target, restorer, volatile, wall):
         if sig == signal.SIGKILL:
             time.sleep(0.05)
             left = compare(before, full_snapshot(volatile))
-            rrc, rout, rerr, rhung = finish(start([restorer, "--restore-only", "--wait", "120"]), 60)
+            # from another directory than the run's (dio_kworker's --dir . is relative)
+            rrc, rout, rerr, rhung = finish(start([restorer, "--restore-only", "--wait", "120"],
+                                                  cwd="/"), 60)
         after = full_snapshot(volatile)
     d = compare(before, after)
     if hung:

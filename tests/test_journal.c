@@ -7,6 +7,8 @@
 #include "krepro.h"
 #include "internal.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,11 +108,11 @@ static void test_crash_then_stale_restore(void **state)
 	snprintf(jpath, sizeof(jpath), "%s/journal.%d", rundir, (int)pid);
 	assert_int_equal(access(jpath, F_OK), 0);
 	/* the next run finds it, restores it and removes it */
-	assert_int_equal(kr_journal_restore_stale(), 1);
+	assert_int_equal(kr_journal_restore_stale(NULL), 1);
 	assert_string_equal(get("slice"), "5000");
 	assert_int_equal(access(path("cg"), F_OK), -1);
 	assert_int_equal(access(jpath, F_OK), -1);
-	assert_int_equal(kr_journal_restore_stale(), 0);
+	assert_int_equal(kr_journal_restore_stale(NULL), 0);
 }
 
 static void test_live_journal_is_left_alone(void **state)
@@ -133,13 +135,86 @@ static void test_live_journal_is_left_alone(void **state)
 	close(pipefd[1]); /* a child that dies early gives EOF, not a hang */
 	assert_int_equal(read(pipefd[0], &c, 1), 1);
 	/* the owner is alive: its journal is not ours to restore */
-	assert_int_equal(kr_journal_restore_stale(), 0);
+	assert_int_equal(kr_journal_restore_stale(NULL), 0);
 	assert_string_equal(get("live"), "2");
 	close(pipefd[0]);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	assert_int_equal(kr_journal_restore_stale(), 1);
+	assert_int_equal(kr_journal_restore_stale(NULL), 1);
 	assert_string_equal(get("live"), "1");
+}
+
+/* A run started in one directory with a relative path and killed; the restore runs from
+ * another directory (as `--restore-only` from / did): the path was journaled absolute. */
+static void test_relative_path_restored_elsewhere(void **state)
+{
+	char cwd[PATH_MAX];
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	put("rel", "");
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kr_journal_detach();
+		if (chdir(dir) || kr_journal_mkdir("./reldir", 0700) ||
+		    kr_journal_unlink("reldir/data") || kr_journal_write("rel", "changed"))
+			_exit(1);
+		FILE *f = fopen("reldir/data", "w");
+		if (!f)
+			_exit(1);
+		fclose(f);
+		raise(SIGKILL);
+	}
+	int st, failed = -1;
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	assert_string_equal(get("reldir/data"), "");
+	assert_string_equal(get("rel"), "changed");
+	assert_int_equal(chdir("/"), 0);
+	int found = kr_journal_restore_stale(&failed);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(found, 1);
+	assert_int_equal(failed, 0);
+	assert_null(get("reldir/data"));
+	assert_int_equal(access(path("reldir"), F_OK), -1);
+	assert_string_equal(get("rel"), "");
+	/* the resolution itself: directory resolved, last component kept */
+	char abs[PATH_MAX], want[PATH_MAX + 8];
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(kr_journal_abspath("./x/../nofile", abs, sizeof(abs)), -1); /* no x */
+	assert_int_equal(kr_journal_abspath("nofile", abs, sizeof(abs)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	char real[PATH_MAX];
+	assert_non_null(realpath(dir, real));
+	snprintf(want, sizeof(want), "%s/nofile", real);
+	assert_string_equal(abs, want);
+	assert_int_equal(kr_journal_abspath("/", abs, sizeof(abs)), -1);
+	assert_int_equal(kr_journal_abspath("/tmp/.", abs, sizeof(abs)), -1);
+	assert_int_equal(kr_journal_abspath("/x", abs, sizeof(abs)), 0);
+	assert_string_equal(abs, "/x");
+}
+
+/* A journal of an older krepro with a relative path: not restorable from here, and the
+ * restore says so instead of reporting it done; the journal is kept. */
+static void test_relative_entry_is_a_failure(void **state)
+{
+	char jpath[700], text[256];
+	(void)state;
+	assert_int_equal(mkdir(rundir, 0700) == 0 || errno == EEXIST, 1);
+	/* pid 1 is alive: use a pid that is not (a dead run); starttime 1 never matches */
+	snprintf(jpath, sizeof(jpath), "%s/journal.%d", rundir, 999999);
+	snprintf(text, sizeof(text), "krepro-journal\t999999\t1\tdio_kworker\n"
+		 "rmdir\t./krepro-dio_kworker-584\nunlink\t./krepro-dio_kworker-584/data\n");
+	FILE *f = fopen(jpath, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(kr_journal_restore_file(jpath, true), 2);
+	int failed = -1;
+	assert_int_equal(kr_journal_restore_stale(&failed), 1);
+	assert_int_equal(failed, 1);
+	assert_int_equal(access(jpath, F_OK), 0); /* kept for the user */
+	unlink(jpath);
 }
 
 static void *idle_thread(void *arg)
@@ -200,6 +275,8 @@ int main(void)
 		cmocka_unit_test(test_crash_then_stale_restore),
 		cmocka_unit_test(test_live_journal_is_left_alone),
 		cmocka_unit_test(test_sched_entry),
+		cmocka_unit_test(test_relative_path_restored_elsewhere),
+		cmocka_unit_test(test_relative_entry_is_a_failure),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -230,6 +230,125 @@ static void test_cpuidle(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* the caller's cpu.rt_runtime_us (RT_GROUP_SCHED refuses SCHED_FIFO when it is 0) */
+static void test_rt_runtime_file(void **state)
+{
+	struct kr_cgroups cg;
+	char file[700], group[256];
+	(void)state;
+	/* captured: a shell moved into a new v1 cpu group on the lab machine */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1v2.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file(data("proc_cgroup_v1.txt"), &cg, file, sizeof(file),
+					    group, sizeof(group)), 1);
+	assert_string_equal(group, "/krepro-rt0");
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/krepro-rt0/cpu.rt_runtime_us");
+	/* the root group: no doubled slash */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/\n0::/\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), 1);
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/cpu.rt_runtime_us");
+	/* cpu and cpuacct mounted together (systemd on v1) */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1_combined.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("4:cpu,cpuacct:/user.slice\n1:name=systemd:/x\n", &cg,
+					    file, sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(group, "/user.slice");
+	assert_int_equal(strcmp(file + strlen(file) - 29, "/user.slice/cpu.rt_runtime_us"), 0);
+	/* cpuacct alone is not the cpu controller */
+	assert_int_equal(kr_rt_runtime_file("2:cpuacct:/a\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+	/* v2 only: the unified line */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v2only.txt"), &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("0::/user.slice/session-2.scope\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), 2);
+	assert_string_equal(group, "/user.slice/session-2.scope");
+	/* garbage */
+	assert_int_equal(kr_rt_runtime_file("nonsense\n::\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+}
+
+/* /proc/interrupts with CPU 1 offline: column i is not CPU i */
+static void test_interrupts(void **state)
+{
+	int col[8], irq;
+	uint64_t c[8];
+	char name[64];
+	(void)state;
+	assert_int_equal(kr_interrupts_header("           CPU0       CPU2       CPU3       ", col, 8), 3);
+	assert_int_equal(col[0], 0);
+	assert_int_equal(col[1], 2);
+	assert_int_equal(col[2], 3);
+	memset(c, 0, sizeof(c));
+	assert_int_equal(kr_interrupts_line(" 36:          7      56369          3 PCI-MSIX-0000:00:02.0"
+					    "   1-edge      virtio1-req.0", col, 3, &irq, c, 8, name,
+					    sizeof(name)), 3);
+	assert_int_equal(irq, 36);
+	assert_int_equal(c[0], 7);
+	assert_int_equal(c[1], 0); /* offline: no column */
+	assert_int_equal(c[2], 56369);
+	assert_int_equal(c[3], 3);
+	assert_string_equal(name, "virtio1-req.0");
+	/* named rows: no IRQ number */
+	assert_int_equal(kr_interrupts_line("NMI:          0          0          0   Non-maskable interrupts",
+					    col, 3, &irq, c, 8, NULL, 0), 3);
+	assert_int_equal(irq, -1);
+	/* ERR has one column only */
+	assert_int_equal(kr_interrupts_line("ERR:          0\n", col, 3, &irq, c, 8, name, sizeof(name)), 1);
+	assert_int_equal(kr_interrupts_line("no colon here", col, 3, &irq, c, 8, NULL, 0), -1);
+	/* a CPU beyond the array is not written */
+	int big[1] = { 5000 };
+	assert_int_equal(kr_interrupts_line(" 9: 4 x", big, 1, &irq, c, 8, NULL, 0), 1);
+	assert_int_equal(kr_interrupts_header("no cpus", col, 8), -1);
+	/* /sys/kernel/irq/N/per_cpu_count: by CPU number, possible CPUs */
+	assert_int_equal(kr_parse_per_cpu_count("0,15,3\n", c, 8), 3);
+	assert_int_equal(c[1], 15);
+	assert_int_equal(kr_parse_per_cpu_count("1,2,3,4,5,6,7,8,9", c, 8), 9); /* counted, not written */
+	assert_int_equal(c[7], 8);
+	assert_int_equal(kr_parse_per_cpu_count("1,,2", c, 8), -1);
+	assert_int_equal(kr_parse_per_cpu_count("", c, 8), -1);
+}
+
+/* files of any size: /proc/interrupts of a 1024-CPU host is over 1 MB */
+static void test_read_text(void **state)
+{
+	char path[] = "/tmp/krepro-procfs-test-XXXXXX";
+	(void)state;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	static char line[12000];
+	memset(line, ' ', sizeof(line) - 2);
+	line[sizeof(line) - 2] = 'x';
+	line[sizeof(line) - 1] = '\n';
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(write(fd, line, sizeof(line)), (ssize_t)sizeof(line));
+	close(fd);
+	char *t = kr_read_text(path);
+	unlink(path);
+	assert_non_null(t);
+	assert_int_equal(strlen(t), 200 * sizeof(line));
+	assert_int_equal(t[strlen(t) - 2], 'x');
+	free(t);
+	assert_null(kr_read_text("/nonexistent/file"));
+}
+
+/* kernel threads only: kthreadd and ksoftirqd/0 found, this process not */
+static void test_find_kthreads(void **state)
+{
+	pid_t t[8];
+	char comm[64];
+	(void)state;
+	assert_int_equal(kr_find_kthreads("kthreadd", t, 8), 1);
+	assert_int_equal(t[0], 2);
+	assert_int_equal(kr_find_kthreads("ksoftirqd/0", t, 8), 1);
+	assert_true(kr_read_file("/proc/self/comm", comm, sizeof(comm)) > 0);
+	assert_true(kr_find_tasks(comm, t, 8) >= 1);
+	assert_int_equal(kr_find_kthreads(comm, t, 8), 0);
+	struct kr_taskstat ts;
+	assert_int_equal(kr_read_taskstat(t[0] = 2, &ts), 0);
+	assert_true(ts.flags & 0x00200000);
+	assert_int_equal(kr_read_taskstat(getpid(), &ts), 0);
+	assert_false(ts.flags & 0x00200000);
+	assert_int_equal(ts.ppid, getppid());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +356,9 @@ int main(void)
 		cmocka_unit_test(test_schedstat), cmocka_unit_test(test_taskstat),
 		cmocka_unit_test(test_kconfig),	  cmocka_unit_test(test_mountinfo),
 		cmocka_unit_test(test_cpuidle),
+		cmocka_unit_test(test_rt_runtime_file),
+		cmocka_unit_test(test_interrupts),	  cmocka_unit_test(test_read_text),
+		cmocka_unit_test(test_find_kthreads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
