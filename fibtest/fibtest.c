@@ -442,7 +442,7 @@ static int run(const struct kr_opts *o)
 	if (o->cpus_set)
 		cpus = o->cpus;
 	else
-		kr_online_cpus(&cpus);
+		kr_usable_cpus(&cpus); /* affinity (cpusets) x online */
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &cpus))
 			cpu_list[ncpus++] = c;

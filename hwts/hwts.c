@@ -580,22 +580,15 @@ static int send_block(int txfd, const struct sockaddr_in *dst, int c, int rep, l
 	return 0;
 }
 
-/* the receiver CPU (--cpu, default the last online one), the sender on another */
+/* the receiver CPU (--cpu, default the highest usable one), the sender on another: usable
+ * = this process's affinity (cpusets) x the online CPUs */
 static int choose_cpus(const struct kr_opts *o)
 {
-	cpu_set_t on;
+	cpu_set_t usable;
 
-	if (kr_nr_cpus_online() < 2)
+	if (kr_usable_cpus(&usable) < 2 || kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) < 0 ||
+	    tx_cpu < 0)
 		return -1;
-	kr_online_cpus(&on);
-	rx_cpu = o->cpu;
-	for (int c = CPU_SETSIZE - 1; c >= 0 && rx_cpu < 0; c--)
-		if (CPU_ISSET(c, &on))
-			rx_cpu = c;
-	tx_cpu = -1;
-	for (int c = 0; c < CPU_SETSIZE && tx_cpu < 0; c++)
-		if (CPU_ISSET(c, &on) && c != rx_cpu)
-			tx_cpu = c;
 	return 0;
 }
 

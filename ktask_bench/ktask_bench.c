@@ -898,7 +898,8 @@ static int run_clearing(const struct kr_opts *o, struct job *job)
 
 static int run(const struct kr_opts *o)
 {
-	int ncpus = kr_nr_cpus_online(), nthreads = cfg.threads ? cfg.threads : ncpus;
+	cpu_set_t usable; /* this process's affinity (cpusets) x the online CPUs */
+	int ncpus = kr_usable_cpus(&usable), nthreads = cfg.threads ? cfg.threads : ncpus;
 	char buf[256];
 	struct job job = { .size = cfg.size, .chunk = cfg.chunk, .method = cfg.method };
 
@@ -917,7 +918,8 @@ static int run(const struct kr_opts *o)
 
 	/* requirements first: nothing is changed before all of them hold */
 	if (ncpus < 2 && !cfg.clearing)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one CPU online: no parallel clearing to compare");
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU: no parallel clearing to "
+			       "compare");
 	if ((cfg.kinds & 1 << K_HUGETLB) &&
 	    (access("/proc/sys/vm/nr_hugepages", W_OK) < 0 || meminfo("Hugepagesize") == 0))
 		return kr_skip(KR_EXIT_SKIP, "hugetlb pages need CONFIG_HUGETLBFS (vm.nr_hugepages)");
