@@ -34,7 +34,8 @@ enum kr_exit {
 	KR_EXIT_FAIL = 1,
 	KR_EXIT_SKIP = 125,	   /* the kernel cannot run it, or inconclusive: bisect skip */
 	KR_EXIT_ERROR = 128,	   /* bad usage or tool failure: bisect abort */
-	KR_EXIT_SKIP_MACHINE = 129 /* this machine/user cannot run it: bisect abort */
+	KR_EXIT_SKIP_MACHINE = 129, /* this machine/user cannot run it: bisect abort */
+	KR_EXIT_KSFT_SKIP = 4	   /* kselftest mode only: 125 and 129 become kselftest's SKIP */
 };
 
 enum kr_verdict { KR_PASS, KR_FAIL, KR_SKIP, KR_ERROR };
@@ -104,6 +105,10 @@ struct kr_opts {
 	int repeat;
 	bool trigger, mitigate, restore_only;
 	double wait_s;
+	bool format_set;
+	/* --kselftest, or run by the kernel's kselftest runner (kselftest/runner.sh exports
+	 * kselftest_timeout to every test): TAP by default, SKIP exits 4 */
+	bool kselftest;
 };
 
 /* Entry point: returns the process exit code. */

@@ -34,7 +34,7 @@ const struct kr_prog *kr_program(void)
 
 enum {
 	OPT_DURATION = 1000, OPT_THRESHOLD, OPT_FORMAT, OPT_QUIET, OPT_CSV, OPT_CPU, OPT_CPUS, OPT_SEED,
-	OPT_REPEAT, OPT_TRIGGER, OPT_MITIGATE, OPT_RESTORE_ONLY, OPT_WAIT, OPT_HELP, OPT_VERSION,
+	OPT_REPEAT, OPT_TRIGGER, OPT_MITIGATE, OPT_RESTORE_ONLY, OPT_WAIT, OPT_HELP, OPT_VERSION, OPT_KSELFTEST,
 	OPT_PROG = 2000
 };
 
@@ -80,12 +80,16 @@ static void print_usage(FILE *f)
 		   "  --csv FILE               write raw samples to FILE\n"
 		   "  --wait SEC               wait for another krepro run to end (default 0)\n"
 		   "  --restore-only           restore what killed runs left changed, and exit\n"
+		   "  --kselftest              kselftest conventions: TAP by default, SKIP exits 4;\n"
+		   "                           on by itself under kselftest/runner.sh (which\n"
+		   "                           exports kselftest_timeout)\n"
 		   "  --help, --version\n"
 		   "\nExit codes (chosen for git bisect run):\n"
 		   "  0 PASS: not observed      1 FAIL: observed (bisect: bad)\n"
 		   "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
 		   "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
 		   "  129 SKIP: this machine or user cannot run it (bisect: abort)\n"
+		   "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP\n"
 		   "\nExample:\n  %s\n", the_prog->example);
 }
 
@@ -110,6 +114,7 @@ static int parse_common_option(int key, const char *arg)
 		if ((i = kr_parse_choice("--format", arg, "text|json|tap")) < 0)
 			return -1;
 		the_opts.format = (enum kr_format)i;
+		the_opts.format_set = true;
 		return 0;
 	case OPT_QUIET: the_opts.quiet = true; return 0;
 	case OPT_CSV:
@@ -141,6 +146,7 @@ static int parse_common_option(int key, const char *arg)
 	case OPT_TRIGGER: the_opts.trigger = true; return 0;
 	case OPT_MITIGATE: the_opts.mitigate = true; return 0;
 	case OPT_RESTORE_ONLY: the_opts.restore_only = true; return 0;
+	case OPT_KSELFTEST: the_opts.kselftest = true; return 0;
 	case OPT_WAIT:
 		if (kr_parse_duration_ns("--wait", arg, "s", 0, 86400000000000LL, &ns) < 0)
 			return -1;
@@ -173,7 +179,7 @@ static const char *verdict_of_exit(int code)
 	switch (code) {
 	case KR_EXIT_PASS: return "PASS";
 	case KR_EXIT_FAIL: return "FAIL";
-	case KR_EXIT_SKIP: case KR_EXIT_SKIP_MACHINE: return "SKIP";
+	case KR_EXIT_SKIP: case KR_EXIT_SKIP_MACHINE: case KR_EXIT_KSFT_SKIP: return "SKIP";
 	default: return "ERROR";
 	}
 }
@@ -270,6 +276,7 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	ADD("csv", required_argument, OPT_CSV);
 	ADD("wait", required_argument, OPT_WAIT);
 	ADD("restore-only", no_argument, OPT_RESTORE_ONLY);
+	ADD("kselftest", no_argument, OPT_KSELFTEST);
 	ADD("help", no_argument, OPT_HELP);
 	ADD("version", no_argument, OPT_VERSION);
 	if (p->flags & KR_OPT_CPU)
@@ -320,6 +327,12 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 		kr_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
 		return KR_EXIT_ERROR;
 	}
+	/* kselftest/runner.sh exports kselftest_timeout to each test it runs (kernels 5.x to
+	 * today); its own convention then wins: SKIP is exit 4 and the report is TAP */
+	if (getenv("kselftest_timeout"))
+		the_opts.kselftest = true;
+	if (the_opts.kselftest && !the_opts.format_set)
+		the_opts.format = KR_FMT_TAP;
 	if (help) {
 		print_usage(stdout);
 		return KR_EXIT_PASS;

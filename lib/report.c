@@ -307,12 +307,16 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	const struct kr_opts *o = kr_options();
 	enum kr_format fmt = o ? o->format : KR_FMT_TEXT;
 	bool quiet = o && o->quiet;
+	bool ksft = o && o->kselftest;
 	const char *name = p ? p->name : "krepro";
 	const char *unit = p && p->unit ? p->unit : "";
 	double threshold = o && o->threshold_set ? o->threshold : (p ? p->threshold : NAN);
 	char line[1024], vbuf[32], tbuf[32];
 	FILE *f = stdout;
 
+	/* kselftest counts every exit but 0 and 4 as a failure */
+	if (ksft && (code == KR_EXIT_SKIP || code == KR_EXIT_SKIP_MACHINE))
+		code = KR_EXIT_KSFT_SKIP;
 	format_value(vbuf, sizeof(vbuf), value);
 	format_value(tbuf, sizeof(tbuf), threshold);
 	if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value)))
@@ -366,8 +370,11 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 		fputs("]}\n", f);
 	} else {
 		const char *pre = fmt == KR_FMT_TAP ? "# " : "";
+		/* as kselftest.h: no version line when nested (KSFT_TAP_LEVEL set) */
+		if (fmt == KR_FMT_TAP && !(ksft && getenv("KSFT_TAP_LEVEL")))
+			fputs("TAP version 13\n", f);
 		if (fmt == KR_FMT_TAP)
-			fputs("TAP version 13\n1..1\n", f);
+			fputs("1..1\n", f);
 		if (!quiet) {
 			fprintf(f, "%s%s %s: %s\n", pre, name, KR_VERSION, p ? p->summary : "");
 			report_print_env(f, pre);
@@ -388,6 +395,10 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 				fprintf(f, "not ok 1 %s\n", name);
 			else
 				fprintf(f, "not ok 1 %s # error: %s\n", name, reason ? reason : "");
+			/* kselftest.h's ksft_print_cnts() line, which kselftest parsers read */
+			if (ksft)
+				fprintf(f, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n",
+					v == KR_PASS, v == KR_FAIL, v == KR_SKIP, v == KR_ERROR);
 		} else {
 			fprintf(f, "%s\n", line);
 		}

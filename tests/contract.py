@@ -5,7 +5,8 @@
 contract.py PROGRAM           the command line and the paths that need no measurement:
                               --help/--version, bad values -> 128 with one line on stderr and
                               nothing changed, JSON and TAP on the SKIP (not root) and ERROR
-                              (lock held) paths.
+                              (lock held) paths, and kselftest mode on them (--kselftest
+                              or the runner's kselftest_timeout: SKIP exits 4, TAP).
 contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and verdict agree,
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
@@ -54,7 +55,7 @@ def quiet_snapshot(timeout=180):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def validate_json(out, code, what):
+def validate_json(out, code, what, ksft=False):
     try:
         d = json.loads(out)
     except ValueError as e:
@@ -63,24 +64,34 @@ def validate_json(out, code, what):
               "reason", "parameters", "environment", "measurements"]:
         check(k in d, f"{what}: JSON lacks '{k}'")
     check(d.get("exit_code") == code, f"{what}: JSON exit_code {d.get('exit_code')} != {code}")
-    want = {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP", 128: "ERROR"}.get(code)
+    want = ({0: "PASS", 1: "FAIL", 4: "SKIP", 128: "ERROR"} if ksft else
+            {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP", 128: "ERROR"}).get(code)
     check(d.get("verdict") == want, f"{what}: verdict {d.get('verdict')} for exit {code}")
     if want in ("SKIP", "ERROR"):
         check(bool(d.get("reason")), f"{what}: {want} without a reason")
     return d
 
 
-def validate_tap(out, code, name, what):
+def validate_tap(out, code, name, what, ksft=False, nested=False):
+    """TAP as kselftest.h prints it; ksft: kselftest mode (SKIP is exit 4, a
+    "# Totals:" line after the test line); nested: KSFT_TAP_LEVEL set, no version line."""
     lines = out.rstrip("\n").split("\n")
-    check(lines[:2] == ["TAP version 13", "1..1"], f"{what}: TAP header {lines[:2]}")
-    tests = [l for l in lines[2:] if not l.startswith("#")]
+    head = ["1..1"] if nested else ["TAP version 13", "1..1"]
+    check(lines[:len(head)] == head, f"{what}: TAP header {lines[:2]}")
+    tests = [l for l in lines[len(head):] if not l.startswith("#")]
     check(len(tests) == 1, f"{what}: {len(tests)} TAP test lines: {tests}")
+    if ksft:
+        check(bool(tests) and lines[-2] == tests[0], f"{what}: the test line is not second to last")
+        verdict = {0: "pass", 1: "fail", 4: "skip", 128: "error"}.get(code, "?")
+        counts = {k: int(k == verdict) for k in ["pass", "fail", "skip", "error"]}
+        want = "# Totals: pass:{pass} fail:{fail} xfail:0 xpass:0 skip:{skip} error:{error}".format(**counts)
+        check(lines[-1] == want, f"{what}: last line {lines[-1]!r}, expected {want!r}")
     if tests:
         t = tests[0]
         if code == 0:
             check(t == f"ok 1 {name}", f"{what}: {t!r}")
-        elif code in (125, 129):
-            check(t.startswith(f"ok 1 {name} # SKIP "), f"{what}: {t!r}")
+        elif code in ((4,) if ksft else (125, 129)):
+            check(re.match(rf"ok 1 {name} # SKIP \S", t) is not None, f"{what}: {t!r}")
         else:
             check(t.startswith(f"not ok 1 {name}"), f"{what}: {t!r}")
 
@@ -132,6 +143,10 @@ def contract(prog):
                         validate_tap(out, code, name, "lock held")
                     else:
                         check(out.strip().split("\n")[-1].startswith(f"{name}: ERROR "), f"lock held: {out!r}")
+                # kselftest mode keeps 128 for ERROR (kselftest: any exit but 0 and 4 fails)
+                code, out, err = run([prog, "--kselftest"], env=env)
+                check(code == 128, f"lock held, --kselftest: exit {code}")
+                validate_tap(out, code, name, "lock held, --kselftest", ksft=True)
     # the SKIP 129 path: not root (only when we can drop privileges)
     if os.geteuid() == 0:
         for fmt in ["json", "tap"]:
@@ -141,6 +156,20 @@ def contract(prog):
                 validate_json(out, code, "not root")
             else:
                 validate_tap(out, code, name, "not root")
+        # kselftest mode: asked for, or set by kselftest/runner.sh's kselftest_timeout
+        ksft_env = dict(os.environ, kselftest_timeout="45")
+        for args, env, nested in [(["--kselftest"], None, False), ([], ksft_env, False),
+                                  (["--quiet"], dict(ksft_env, KSFT_TAP_LEVEL="1"), True)]:
+            what = f"not root, kselftest {args or 'runner env'}{' nested' if nested else ''}"
+            code, out, err = run([prog] + args, env=env, user="65534")
+            check(code == 4, f"{what}: exit {code}, expected 4: {err}")
+            validate_tap(out, code, name, what, ksft=True, nested=nested)
+        code, out, err = run([prog, "--format", "json"], env=ksft_env, user="65534")
+        check(code == 4, f"not root, kselftest json: exit {code}, expected 4")
+        validate_json(out, code, "not root, kselftest json", ksft=True)
+        code, out, err = run([prog, "--format", "text"], env=ksft_env, user="65534")
+        check(code == 4 and out.strip().split("\n")[-1].startswith(f"{name}: SKIP "),
+              f"not root, kselftest text: exit {code}: {out[-200:]!r}")
         check(not diff(before, snapshot()), f"the not-root run changed the machine: {diff(before, snapshot())}")
 
 
