@@ -21,6 +21,10 @@ import kcidb  # noqa: E402
 try:
     import jsonschema
 except ImportError:
+    # a python3 ahead of Debian's on PATH (pyenv) may lack it: Debian's has it (scripts/deps)
+    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") and \
+            os.access("/usr/bin/python3", os.X_OK):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     print("SKIP: no python3-jsonschema")
     sys.exit(77)
 
