@@ -10,6 +10,8 @@ import os
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True   # no __pycache__ next to scripts/matrix
+
 src = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 matrix = importlib.machinery.SourceFileLoader('matrix', os.path.join(src, 'scripts', 'matrix')).load_module()
 fails = 0
