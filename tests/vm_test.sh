@@ -69,6 +69,12 @@ run "--cpus 0" 128 --kernel "$kernel" --cpus 0 -- "$fibtest"
 run "missing kernel" 128 --kernel /nonexistent -- "$fibtest"
 run "dynamic program" 128 --kernel "$kernel" -- /bin/true
 run "missing qemu" 128 --kernel "$kernel" --qemu /nonexistent/qemu -- "$fibtest"
+# the matrix shapes' options: bad values are refused before anything boots
+run "--offline 0 (the boot CPU)" 128 --kernel "$kernel" --cpus 4 --offline 0 -- "$fibtest"
+run "--offline beyond --cpus" 128 --kernel "$kernel" --cpus 2 --offline 2 -- "$fibtest"
+run "--taskset not a list" 128 --kernel "$kernel" --taskset 0-x -- "$fibtest"
+run "--taskset all offline" 128 --kernel "$kernel" --cpus 4 --offline 2-3 --taskset 2-3 -- "$fibtest"
+run "--nvme without a disk" 128 --kernel "$kernel" --nvme --disk-size 0 -- "$fibtest"
 
 # qemu+KVM that hangs silently (as on some hosts): vmrun gives up on KVM after --kvm-silence,
 # boots TCG, records the host, and the next boot goes straight to TCG. A stand-in qemu hangs
