@@ -42,11 +42,18 @@ int kr_usable_cpus(cpu_set_t *set)
 	return CPU_COUNT(set);
 }
 
-int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
+int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int want,
+			 int *victim, int *other)
 {
 	int v = want;
 
 	*victim = *other = -1;
+	/* the default victim is a housekeeping CPU when there is one: the kernel refuses RPS
+	 * to isolated CPUs (and nohz_full ones are set aside for a reason) */
+	if (v < 0 && avoid)
+		for (v = CPU_SETSIZE - 1; v >= 0 && !(CPU_ISSET(v, usable) && !CPU_ISSET(v, avoid));
+		     v--)
+			;
 	if (v < 0)
 		for (v = CPU_SETSIZE - 1; v >= 0 && !CPU_ISSET(v, usable); v--)
 			;
@@ -59,6 +66,21 @@ int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 			break;
 		}
 	return 0;
+}
+
+int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
+{
+	char nohz[4096] = "", iso[4096] = "";
+	cpu_set_t avoid, s;
+
+	CPU_ZERO(&avoid);
+	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) == 0 &&
+	    kr_cpulist_parse(nohz, &s) == 0)
+		CPU_OR(&avoid, &avoid, &s);
+	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) == 0 &&
+	    kr_cpulist_parse(iso, &s) == 0)
+		CPU_OR(&avoid, &avoid, &s);
+	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
 }
 
 int kr_cpu_check(const char *opt, int cpu)

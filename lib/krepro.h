@@ -304,6 +304,10 @@ int kr_usable_cpus_from(const cpu_set_t *affinity, const char *online, cpu_set_t
  * usable CPU; other: the lowest usable CPU that is not the victim (-1: none). Returns -1
  * when want is not in usable or usable is empty. */
 int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other);
+/* the same, the default victim chosen outside avoid when possible (kr_cpu_pick avoids the
+ * nohz_full and isolated CPUs: the kernel refuses RPS to isolated ones) */
+int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int want,
+			 int *victim, int *other);
 /* --cpu N check: online and inside the affinity, else one usage line and -1 */
 int kr_cpu_check(const char *opt, int cpu);
 /* "nohz_full", "isolated", "nohz_full,isolated" or "" (from /sys/devices/system/cpu/) */

@@ -76,6 +76,20 @@ static void test_pick(void **state)
 	cpu_set_t top = set_of("0,1023");
 	assert_int_equal(kr_cpu_pick(&top, -1, &v, &o), 0);
 	assert_int_equal(v, 1023);
+	/* nohz_full=1 isolcpus=1 on 2 CPUs: the default victim is the housekeeping CPU 0 (the
+	 * kernel refuses RPS to isolated CPUs); an explicit one is still taken */
+	cpu_set_t two = set_of("0-1"), iso = set_of("1");
+	assert_int_equal(kr_cpu_pick_avoiding(&two, &iso, -1, &v, &o), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(o, 1);
+	assert_int_equal(kr_cpu_pick_avoiding(&two, &iso, 1, &v, &o), 0);
+	assert_int_equal(v, 1);
+	/* every usable CPU isolated: the highest anyway */
+	cpu_set_t all = set_of("0-1");
+	assert_int_equal(kr_cpu_pick_avoiding(&two, &all, -1, &v, &o), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(kr_cpu_pick_avoiding(&holes, NULL, -1, &v, &o), 0);
+	assert_int_equal(v, 7);
 }
 
 static void test_isolation(void **state)
