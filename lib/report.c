@@ -310,6 +310,8 @@ void kr_print_wrapped(FILE *f, const char *prefix, const char *line, int indent)
 				if (line[cut] == ' ' && cut > 0 && line[cut - 1] != ' ')
 					space = cut;
 			}
+			if (line[cut] == ' ') /* the head ends exactly at the limit */
+				space = cut;
 			while (cut < len && ((unsigned char)line[cut] & 0xc0) == 0x80)
 				cut--; /* never inside a character */
 			if (space > strspn(line, " "))
