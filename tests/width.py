@@ -89,6 +89,7 @@ def real_runs(prog):
         sys.stderr.write(err)
         verdict = out.strip().split("\n")[-1] if out.strip() else ""
         print(f"{' '.join(args) or 'default'}: exit {code}: {verdict}")
+        print("  | " + out.rstrip("\n").replace("\n", "\n  | "))
         check_text(out, f"run {' '.join(args) or 'default'} (exit {code})")
 
 
