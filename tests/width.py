@@ -81,7 +81,7 @@ def real_runs(prog):
         runs.append(["--trigger"])
     if "--mitigate" in help_text:
         runs.append(["--mitigate"])
-    m = re.search(r"--threshold V .*range ([-\d.e+]+)-([-\d.e+]+)\)", help_text)
+    m = re.search(r"--threshold V\s.*?range\s+([-\d.e+]+)-([-\d.e+]+)\)", help_text, re.S)
     if m:
         runs += [["--threshold", m.group(1)], ["--threshold", m.group(2)]]
     for args in runs:
