@@ -43,26 +43,26 @@ enum {
 static void print_description(FILE *f, const char *d)
 {
 	char *para = NULL;
-	size_t plen = 0;
-	FILE *p = open_memstream(&para, &plen);
+	size_t n = 0;
 
-	for (const char *l = d; l && *l;) {
+	for (const char *l = d; l && *l; l += strcspn(l, "\n"), l += *l == '\n') {
 		size_t len = strcspn(l, "\n");
 		if (len && *l != ' ') {
-			fprintf(p, "%s%.*s", plen || ftell(p) ? " " : "", (int)len, l);
-		} else {
-			fflush(p);
-			if (ftell(p))
-				kr_print_wrapped(f, "", para, 0);
-			rewind(p);
-			fflush(p);
-			para[0] = 0;
-			fprintf(f, "%.*s\n", (int)len, l);
+			para = realloc(para, n + len + 2);
+			if (!para)
+				abort();
+			if (n)
+				para[n++] = ' ';
+			memcpy(para + n, l, len);
+			para[n += len] = 0;
+			continue;
 		}
-		l += len + (l[len] == '\n');
+		if (n)
+			kr_print_wrapped(f, "", para, 0);
+		n = 0;
+		fprintf(f, "%.*s\n", (int)len, l);
 	}
-	fclose(p);
-	if (para && *para)
+	if (n)
 		kr_print_wrapped(f, "", para, 0);
 	free(para);
 }
@@ -83,9 +83,10 @@ static void print_usage(FILE *out)
 	if (asprintf(&rule, "Verdict: %s", the_prog->rule) < 0)
 		abort();
 	for (char *r = rule, *w = rule;; r++) {
-		if (*r == '\n' || (*r == ' ' && w > rule && w[-1] == ' '))
+		char c = *r == '\n' ? ' ' : *r;
+		if (c == ' ' && w > rule && w[-1] == ' ')
 			continue;
-		if (!(*w++ = *r))
+		if (!(*w++ = c))
 			break;
 	}
 	fputc('\n', f);
