@@ -261,7 +261,8 @@ static void env_cpufreq(void)
 }
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a
- * group of the bug-report environment ("group:cpuidle", see kr_env_groups). */
+ * group of the bug-report environment ("group:cpuidle", see kr_env_groups). scripts/export
+ * keeps the groups its program names (KR_ENV_GROUP_name) and no other. */
 static void env_add_knob(const char *spec)
 {
 	char path[512];
@@ -279,19 +280,30 @@ static void env_add_knob(const char *spec)
 		char val[256];
 		kr_kconfig(spec + 7, val, sizeof(val));
 		kr_env(spec + 7, "%s", val);
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_config)
 	} else if (!strcmp(spec, "group:config")) {
 		env_config((const char *const[]){ "CONFIG_HZ", "CONFIG_PREEMPT", "CONFIG_PREEMPT_VOLUNTARY",
 			"CONFIG_PREEMPT_NONE", "CONFIG_PREEMPT_RT", "CONFIG_PREEMPT_DYNAMIC",
 			"CONFIG_IRQ_TIME_ACCOUNTING", "CONFIG_CFS_BANDWIDTH", "CONFIG_RT_GROUP_SCHED",
 			"CONFIG_NO_HZ_FULL", "CONFIG_NO_HZ_IDLE", "CONFIG_CPU_IDLE", NULL });
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cmdline)
 	} else if (!strcmp(spec, "group:cmdline")) {
 		env_cmdline();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_sched_features)
 	} else if (!strcmp(spec, "group:sched_features")) {
 		env_sched_features();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpuidle)
 	} else if (!strcmp(spec, "group:cpuidle")) {
 		env_cpuidle();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpufreq)
 	} else if (!strcmp(spec, "group:cpufreq")) {
 		env_cpufreq();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_rt_throttling)
 	} else if (!strcmp(spec, "group:rt_throttling")) {
 		char rt[32], period[32];
 		if (kr_read_file("/proc/sys/kernel/sched_rt_runtime_us", rt, sizeof(rt)) < 0)
@@ -299,18 +311,31 @@ static void env_add_knob(const char *spec)
 		if (kr_read_file("/proc/sys/kernel/sched_rt_period_us", period, sizeof(period)) < 0)
 			snprintf(period, sizeof(period), "?");
 		kr_env("rt_throttling", "sched_rt_runtime_us %s of sched_rt_period_us %s", rt, period);
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_irq_affinity)
 	} else if (!strcmp(spec, "group:irq_affinity")) {
 		env_irq_affinity();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_thread_policies)
 	} else if (!strcmp(spec, "group:thread_policies")) {
 		env_thread_policies();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cgroup)
 	} else if (!strcmp(spec, "group:cgroup")) {
 		env_cgroups();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_memory)
 	} else if (!strcmp(spec, "group:memory")) {
 		env_memory();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_numa)
 	} else if (!strcmp(spec, "group:numa")) {
 		env_numa();
+#endif
+#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_virt)
 	} else if (!strcmp(spec, "group:virt")) {
 		env_virt();
+#endif
 	} else {
 		kr_env(spec, "(unknown knob)");
 	}

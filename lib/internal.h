@@ -9,4 +9,8 @@ int kr_journal_finish(void);
 int kr_journal_begin(void);
 void kr_journal_detach(void);
 int kr_journal_child(pid_t pid);
+/* Print text broken at spaces into lines of at most KR_TEXT_WIDTH columns (prefix
+ * included); continuation lines indented by indent (-1: under a "key   value" gap, else the
+ * line's own indent + 2). */
+void kr_print_wrapped(FILE *f, const char *prefix, const char *text, int indent);
 #endif

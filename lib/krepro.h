@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #define KR_VERSION "0.1.0"
+#define KR_TEXT_WIDTH 72 /* the text report and --help fit an email line */
 
 /* ---- exit codes (CONTRACT.md section 2) ---- */
 enum kr_exit {

@@ -38,15 +38,61 @@ enum {
 	OPT_PROG = 2000
 };
 
-static void print_usage(FILE *f)
+/* The description refilled: lines that start at column 0 are running text and are joined
+ * into paragraphs; indented lines (formulas, lists) stay as they are. */
+static void print_description(FILE *f, const char *d)
+{
+	char *para = NULL;
+	size_t n = 0;
+
+	for (const char *l = d; l && *l; l += strcspn(l, "\n"), l += *l == '\n') {
+		size_t len = strcspn(l, "\n");
+		if (len && *l != ' ') {
+			para = realloc(para, n + len + 2);
+			if (!para)
+				abort();
+			if (n)
+				para[n++] = ' ';
+			memcpy(para + n, l, len);
+			para[n += len] = 0;
+			continue;
+		}
+		if (n)
+			kr_print_wrapped(f, "", para, 0);
+		n = 0;
+		fprintf(f, "%.*s\n", (int)len, l);
+	}
+	if (n)
+		kr_print_wrapped(f, "", para, 0);
+	free(para);
+}
+
+static void print_usage(FILE *out)
 {
 	const struct kr_option *po = the_prog->options;
 	const char *u = the_prog->unit && *the_prog->unit ? the_prog->unit : "";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
 
-	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s\n", the_prog->name, the_prog->name, KR_VERSION,
-		the_prog->summary, the_prog->description);
-	fprintf(f, "\nVerdict: %s\n  metric %s, default threshold %g%s\n", the_prog->rule, the_prog->metric,
-		the_prog->threshold, u);
+	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n", the_prog->name, the_prog->name, KR_VERSION,
+		the_prog->summary);
+	print_description(f, the_prog->description);
+	/* the rule as one paragraph, whatever its line breaks */
+	char *rule = NULL;
+	if (asprintf(&rule, "Verdict: %s", the_prog->rule) < 0)
+		abort();
+	for (char *r = rule, *w = rule;; r++) {
+		char c = *r == '\n' ? ' ' : *r;
+		if (c == ' ' && w > rule && w[-1] == ' ')
+			continue;
+		if (!(*w++ = c))
+			break;
+	}
+	fputc('\n', f);
+	kr_print_wrapped(f, "", rule, 2);
+	free(rule);
+	fprintf(f, "  metric %s, default threshold %g%s\n", the_prog->metric, the_prog->threshold, u);
 	if (po && po->name) {
 		fprintf(f, "\nProgram options:\n");
 		for (; po->name; po++) {
@@ -57,13 +103,15 @@ static void print_usage(FILE *f)
 		}
 	}
 	fprintf(f, "\nCommon options:\n"
-		   "  --duration SEC           measurement time (default %g s); runs are capped at\n"
-		   "                           %g s unless --duration asks for more\n"
+		   "  --duration SEC           measurement time (default %g s); a run is\n"
+		   "                           capped at %g s unless --duration asks\n"
+		   "                           for more\n"
 		   "  --threshold V            verdict threshold (default %g%s, range %g-%g)\n",
 		the_prog->duration_s, the_prog->duration_max_s, the_prog->threshold, u, the_prog->threshold_min,
 		the_prog->threshold_max);
 	if (the_prog->flags & KR_OPT_REPEAT)
-		fprintf(f, "  --repeat N               repeats; all must agree, else SKIP inconclusive (default %d)\n",
+		fprintf(f, "  --repeat N               repeats (default %d); all must agree, else\n"
+			   "                           SKIP inconclusive\n",
 			the_prog->repeat);
 	if (the_prog->flags & KR_OPT_CPU)
 		fprintf(f, "  --cpu N                  the CPU the phenomenon is provoked on\n");
@@ -72,17 +120,19 @@ static void print_usage(FILE *f)
 	if (the_prog->flags & KR_OPT_SEED)
 		fprintf(f, "  --seed N                 seed of the random number generator\n");
 	if (the_prog->flags & KR_OPT_TRIGGER)
-		fprintf(f, "  --trigger                provoke the phenomenon on purpose (positive control)\n");
+		fprintf(f, "  --trigger                provoke the phenomenon on purpose (a\n"
+			   "                           positive control: must FAIL)\n");
 	if (the_prog->flags & KR_OPT_MITIGATE)
-		fprintf(f, "  --mitigate               apply the known fix for the run (restored after)\n");
+		fprintf(f, "  --mitigate               apply the known fix for the run (restored)\n");
+#ifndef KR_EXPORT_MINIMAL
 	fprintf(f, "  --format text|json|tap   report format (the exit code is the same)\n"
-		   "  --quiet                  print only the verdict line\n"
 		   "  --csv FILE               write raw samples to FILE\n"
-		   "  --wait SEC               wait for another krepro run to end (default 0)\n"
-		   "  --restore-only           restore what killed runs left changed, and exit\n"
-		   "  --kselftest              kselftest conventions: TAP by default, SKIP exits 4;\n"
-		   "                           on by itself under kselftest/runner.sh (which\n"
-		   "                           exports kselftest_timeout)\n"
+		   "  --kselftest              kselftest's conventions: TAP, SKIP exits 4\n"
+		   "                           (on by itself under kselftest's runner)\n");
+#endif
+	fprintf(f, "  --quiet                  print only the verdict line\n"
+		   "  --wait SEC               wait up to SEC for another krepro run\n"
+		   "  --restore-only           restore what killed runs left, and exit\n"
 		   "  --help, --version\n"
 		   "\nExit codes (chosen for git bisect run):\n"
 		   "  0 PASS: not observed      1 FAIL: observed (bisect: bad)\n"
@@ -91,6 +141,19 @@ static void print_usage(FILE *f)
 		   "  129 SKIP: this machine or user cannot run it (bisect: abort)\n"
 		   "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP\n"
 		   "\nExample:\n  %s\n", the_prog->example);
+	fclose(f);
+	/* every line within an email's width */
+	for (char *l = text; l && *l;) {
+		char *nl = strchr(l, '\n');
+		if (nl)
+			*nl = 0;
+		if (*l)
+			kr_print_wrapped(out, "", l, -1);
+		else
+			fputc('\n', out);
+		l = nl ? nl + 1 : NULL;
+	}
+	free(text);
 }
 
 static int parse_common_option(int key, const char *arg)
@@ -113,15 +176,23 @@ static int parse_common_option(int key, const char *arg)
 	case OPT_FORMAT:
 		if ((i = kr_parse_choice("--format", arg, "text|json|tap")) < 0)
 			return -1;
+#ifdef KR_EXPORT_MINIMAL /* JSON and TAP are not in the export */
+		if (i != KR_FMT_TEXT)
+			return kr_usage_error("--format: only text in this export");
+#endif
 		the_opts.format = (enum kr_format)i;
 		the_opts.format_set = true;
 		return 0;
 	case OPT_QUIET: the_opts.quiet = true; return 0;
 	case OPT_CSV:
+#ifndef KR_EXPORT_MINIMAL
 		if (!*arg)
 			return kr_usage_error("--csv: expected a file name");
 		the_opts.csv = arg;
 		return 0;
+#else
+		return kr_usage_error("--csv: not in this export (see its first lines)");
+#endif
 	case OPT_CPU: {
 		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
 		    kr_cpu_check("--cpu", (int)l) < 0)
@@ -365,7 +436,7 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 		return KR_EXIT_PASS;
 	}
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes scheduler, cgroup or network settings)");
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings, journaled)");
 
 	pid_t holder = 0;
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {

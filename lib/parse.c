@@ -36,13 +36,12 @@ int kr_parse_long(const char *opt, const char *s, long min, long max, long *out)
 	char *end;
 
 	if (!s || str_is_blank(s) || isspace((unsigned char)*s))
-		return kr_usage_error("%s: expected an integer from %ld to %ld, got '%s'", opt, min,
-				      max, s ? s : "");
+		return kr_usage_error("%s: '%s': want an integer %ld..%ld", opt, s ? s : "", min,
+				      max);
 	errno = 0;
 	long v = strtol(s, &end, 10);
 	if (errno || *end || v < min || v > max)
-		return kr_usage_error("%s: expected an integer from %ld to %ld, got '%s'", opt, min,
-				      max, s);
+		return kr_usage_error("%s: '%s': want an integer %ld..%ld", opt, s, min, max);
 	*out = v;
 	return 0;
 }
@@ -72,8 +71,8 @@ int kr_parse_double(const char *opt, const char *s, double min, double max, doub
 	const char *rest;
 
 	if (parse_number_prefix(s, &v, &rest) < 0 || *rest || v < min || v > max)
-		return kr_usage_error("%s: expected a number from %g to %g, got '%s'", opt, min, max,
-				      s ? s : "");
+		return kr_usage_error("%s: '%s': want a number %g..%g", opt, s ? s : "", min,
+				      max);
 	*out = v;
 	return 0;
 }
@@ -116,8 +115,8 @@ int kr_parse_duration_ns(const char *opt, const char *s, const char *default_uni
 	if (parse_number_prefix(s, &v, &rest) == 0)
 		mul = duration_unit_ns(*rest ? rest : default_unit);
 	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns)
-		return kr_usage_error("%s: expected a duration from %s to %s (units ns, us, ms, s; "
-				      "default %s), got '%s'", opt, lo, hi, default_unit, s ? s : "");
+		return kr_usage_error("%s: '%s': want %s..%s (ns, us, ms, s; bare: %s)", opt,
+				      s ? s : "", lo, hi, default_unit);
 	*out = (int64_t)llround(v * (double)mul);
 	return 0;
 }
@@ -139,9 +138,8 @@ int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, ui
 		}
 	}
 	if (!mul || v < 0 || v * (double)mul < (double)min || v * (double)mul > (double)max)
-		return kr_usage_error("%s: expected a size from %llu to %llu bytes (suffixes k, M, "
-				      "G, T), got '%s'", opt, (unsigned long long)min,
-				      (unsigned long long)max, s ? s : "");
+		return kr_usage_error("%s: '%s': want %llu..%llu bytes (k, M, G, T)", opt,
+				      s ? s : "", (unsigned long long)min, (unsigned long long)max);
 	*out = (uint64_t)llround(v * (double)mul);
 	return 0;
 }
@@ -173,8 +171,8 @@ int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out)
 	kr_usable_cpus(&usable);
 	kr_format_cpulist(&usable, us, sizeof(us));
 	if (kr_cpulist_parse(s, out) < 0 || (s && s[strlen(s) - 1] == '\n'))
-		return kr_usage_error("%s: expected a CPU list like 0-3,5 within the usable CPUs %s, got '%s'",
-				      opt, us, s ? s : "");
+		return kr_usage_error("%s: '%s': want a CPU list like 0-3,5 of usable %s",
+				      opt, s ? s : "", us);
 	/* offline or outside the process affinity (cpuset, taskset): one line each */
 	for (int i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, out) && kr_cpu_check(opt, i) < 0)
@@ -196,5 +194,5 @@ int kr_parse_choice(const char *opt, const char *s, const char *choices)
 			break;
 		c = bar + 1;
 	}
-	return kr_usage_error("%s: expected one of %s, got '%s'", opt, choices, s ? s : "");
+	return kr_usage_error("%s: '%s': want one of %s", opt, s ? s : "", choices);
 }

@@ -3,8 +3,10 @@
  * Description: the report of one run and its verdict, in text, JSON or TAP
  * (CONTRACT.md section 3). Everything is buffered and printed once, at the verdict, so a
  * JSON or TAP consumer never sees partial output and the verdict line is always last.
+ * KR_EXPORT_MINIMAL (scripts/export) leaves out JSON, TAP and CSV: the text report only.
  */
 #include "krepro.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -31,8 +33,6 @@ static struct {
 	size_t ncauses;
 	bool done;
 } kr_rep;
-
-static FILE *kr_csv_file;
 
 static char *kr_vfmt(const char *fmt, va_list ap)
 {
@@ -124,12 +124,20 @@ void kr_env(const char *key, const char *fmt, ...)
 
 void kr_measure(const char *key, double value)
 {
+#ifndef KR_EXPORT_MINIMAL /* measurements are JSON only */
 	kvlist_set(&kr_rep.meas, key, NULL, value);
+#else
+	(void)key, (void)value;
+#endif
 }
 
 void kr_measure_str(const char *key, const char *value)
 {
+#ifndef KR_EXPORT_MINIMAL
 	kvlist_set(&kr_rep.meas, key, strdup(value ? value : ""), 0);
+#else
+	(void)key, (void)value;
+#endif
 }
 
 void kr_cause(const char *fmt, ...)
@@ -166,6 +174,7 @@ void kr_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+#ifndef KR_EXPORT_MINIMAL
 /* ---- JSON ---- */
 void kr_json_string(FILE *f, const char *s)
 {
@@ -218,6 +227,7 @@ static void json_write_object(FILE *f, const struct kr_kvlist *l)
 	}
 	fputc('}', f);
 }
+#endif
 
 /* 84.1, 20.0, 0.974, 500, 0.004: three significant digits without exponent noise */
 static void format_value(char *buf, size_t len, double v)
@@ -245,13 +255,76 @@ static const char *verdict_word(enum kr_verdict v)
 }
 
 /* a value on one line: control characters (a newline in a parameter) become spaces */
-static size_t put_one_line(FILE *f, const char *s)
+static size_t put_one_line_n(FILE *f, const char *s, size_t max)
 {
 	size_t n = 0;
 
-	for (; s && *s; s++, n++)
+	for (; s && *s && n < max; s++, n++)
 		fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
 	return n;
+}
+
+static size_t put_one_line(FILE *f, const char *s)
+{
+	return put_one_line_n(f, s, SIZE_MAX);
+}
+
+/* columns of s: UTF-8 continuation bytes take none */
+static size_t text_width(const char *s, size_t len)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < len && s[i]; i++)
+		w += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return w;
+}
+
+/* The column continuation lines of a line start at: after a gap of two spaces in its
+ * first 40 columns ("  --opt ARG    help", "  row label    1.0   2.0"), else its own
+ * indent + 2. */
+static size_t auto_indent(const char *line)
+{
+	size_t lead = strspn(line, " ");
+	const char *gap = strstr(line + lead, "  ");
+
+	if (gap && gap - line < 40 && gap[strspn(gap, " ")])
+		return (size_t)(gap + strspn(gap, " ") - line);
+	return lead + 2;
+}
+
+void kr_print_wrapped(FILE *f, const char *prefix, const char *line, int indent)
+{
+	size_t pw = text_width(prefix, strlen(prefix));
+	size_t ind = indent < 0 ? auto_indent(line) : (size_t)indent;
+
+	if (pw + ind > KR_TEXT_WIDTH / 2)
+		ind = 4;
+	for (bool first = true;; first = false) {
+		size_t room = KR_TEXT_WIDTH - pw - (first ? 0 : ind);
+		size_t len = strlen(line), cut = len;
+		if (text_width(line, len) > room) {
+			/* the last space that leaves the head within room, else a hard cut */
+			size_t w = 0, space = 0;
+			for (cut = 0; cut < len && w + (((unsigned char)line[cut] & 0xc0) != 0x80) <= room; cut++) {
+				w += ((unsigned char)line[cut] & 0xc0) != 0x80;
+				if (line[cut] == ' ' && cut > 0 && line[cut - 1] != ' ')
+					space = cut;
+			}
+			if (line[cut] == ' ') /* the head ends exactly at the limit */
+				space = cut;
+			while (cut < len && ((unsigned char)line[cut] & 0xc0) == 0x80)
+				cut--; /* never inside a character */
+			if (space > strspn(line, " "))
+				cut = space;
+		}
+		fprintf(f, "%s%*s", prefix, first ? 0 : (int)ind, "");
+		put_one_line_n(f, line, cut);
+		fputc('\n', f);
+		line += cut;
+		line += strspn(line, " ");
+		if (!*line)
+			return;
+	}
 }
 
 /* print lines of "key=value" pairs wrapped at 72 columns */
@@ -261,7 +334,7 @@ static void report_print_pairs(FILE *f, const char *prefix, const char *title, c
 
 	for (size_t i = 0; i < l->n; i++) {
 		size_t w = strlen(l->v[i].key) + 1 + strlen(l->v[i].str ? l->v[i].str : "");
-		if (col == 0 || col + 1 + w > 72) {
+		if (col == 0 || col + 1 + w > KR_TEXT_WIDTH) {
 			if (col)
 				fputc('\n', f);
 			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : title);
@@ -273,23 +346,34 @@ static void report_print_pairs(FILE *f, const char *prefix, const char *title, c
 		fputc('\n', f);
 }
 
+/* "key: value", a long value (IRQ affinities, the command line) wrapped and indented */
 static void report_print_env(FILE *f, const char *prefix)
 {
 	for (size_t i = 0; i < kr_rep.env.n; i++) {
-		fprintf(f, "%s%s: ", prefix, kr_rep.env.v[i].key);
-		put_one_line(f, kr_rep.env.v[i].str);
-		fputc('\n', f);
+		char *line = NULL;
+		if (asprintf(&line, "%s: %s", kr_rep.env.v[i].key, kr_rep.env.v[i].str) < 0)
+			abort();
+		for (char *c = line; *c; c++)
+			if ((unsigned char)*c < 0x20)
+				*c = ' ';
+		kr_print_wrapped(f, prefix, line, 4);
+		free(line);
 	}
 }
 
 void kr_env_print(FILE *f, bool json)
 {
+#ifndef KR_EXPORT_MINIMAL
 	if (json) {
 		json_write_object(f, &kr_rep.env);
 		fputc('\n', f);
 	} else {
 		report_print_env(f, "");
 	}
+#else
+	(void)json;
+	report_print_env(f, "");
+#endif
 }
 
 static int report_finish(enum kr_verdict v, int code, double value, const char *reason_in, const char *extra)
@@ -327,7 +411,28 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	else
 		snprintf(line, sizeof(line), "%s: %s %s", name, verdict_word(v),
 			 reason ? reason : "");
+	/* The text report's verdict line fits in an email line: verdict, metric and limit
+	 * (or the start of the reason); what does not fit goes into the body above it. */
+	char shortline[1024], detail[1100] = "";
+	snprintf(shortline, sizeof(shortline), "%s", line);
+	if (text_width(line, sizeof(line)) > KR_TEXT_WIDTH) {
+		if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value))) {
+			snprintf(shortline, sizeof(shortline), "%s: %s %s%s=%s%s (limit %s%s)", name,
+				 verdict_word(v), v == KR_SKIP ? "inconclusive " : "",
+				 p && p->metric ? p->metric : "metric", vbuf, unit, tbuf, unit);
+			snprintf(detail, sizeof(detail), "verdict: %s%s%s", reason ? reason : "",
+				 reason && extra && *extra ? " " : "", extra ? extra : "");
+		} else {
+			size_t room = KR_TEXT_WIDTH - 3, cut = 0;
+			for (size_t i = 0; line[i] && text_width(line, i + 1) <= room; i++)
+				if (line[i] == ' ')
+					cut = i;
+			snprintf(shortline, sizeof(shortline), "%.*s ...", (int)cut, line);
+			snprintf(detail, sizeof(detail), "%s: %s", verdict_word(v), reason ? reason : "");
+		}
+	}
 
+#ifndef KR_EXPORT_MINIMAL
 	if (fmt == KR_FMT_JSON) {
 		fputs("{\"program\":", f);
 		kr_json_string(f, name);
@@ -368,7 +473,9 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 			kr_json_string(f, kr_rep.lines[i]);
 		}
 		fputs("]}\n", f);
-	} else {
+	} else
+#endif
+	{
 		const char *pre = fmt == KR_FMT_TAP ? "# " : "";
 		/* as kselftest.h: no version line when nested (KSFT_TAP_LEVEL set) */
 		if (fmt == KR_FMT_TAP && !(ksft && getenv("KSFT_TAP_LEVEL")))
@@ -376,17 +483,33 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 		if (fmt == KR_FMT_TAP)
 			fputs("1..1\n", f);
 		if (!quiet) {
-			fprintf(f, "%s%s %s: %s\n", pre, name, KR_VERSION, p ? p->summary : "");
+			char *head = NULL;
+			if (asprintf(&head, "%s %s: %s", name, KR_VERSION, p ? p->summary : "") < 0)
+				abort();
+			kr_print_wrapped(f, pre, head, 2);
+			free(head);
 			report_print_env(f, pre);
 			report_print_pairs(f, pre, "params:", &kr_rep.params);
-			for (size_t i = 0; i < kr_rep.nlines; i++)
-				fprintf(f, "%s%s\n", fmt == KR_FMT_TAP && !*kr_rep.lines[i] ? "#" : pre,
-					kr_rep.lines[i]);
-			for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++)
-				fprintf(f, "%sknown cause: %s\n", pre, kr_rep.causes[i]);
+			for (size_t i = 0; i < kr_rep.nlines; i++) {
+				if (!*kr_rep.lines[i])
+					fprintf(f, "%s\n", fmt == KR_FMT_TAP ? "#" : "");
+				else
+					kr_print_wrapped(f, pre, kr_rep.lines[i], -1);
+			}
+			for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++) {
+				char *cause = NULL;
+				if (asprintf(&cause, "known cause: %s", kr_rep.causes[i]) < 0)
+					abort();
+				kr_print_wrapped(f, pre, cause, 2);
+				free(cause);
+			}
+			if (*detail)
+				kr_print_wrapped(f, pre, detail, 2);
 		}
+		if (quiet) /* one line for a bisect log: all of it */
+			snprintf(shortline, sizeof(shortline), "%s", line);
 		if (fmt == KR_FMT_TAP) {
-			fprintf(f, "# %s\n", line);
+			fprintf(f, "# %s\n", shortline);
 			if (v == KR_PASS)
 				fprintf(f, "ok 1 %s\n", name);
 			else if (v == KR_SKIP)
@@ -400,7 +523,7 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 				fprintf(f, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n",
 					v == KR_PASS, v == KR_FAIL, v == KR_SKIP, v == KR_ERROR);
 		} else {
-			fprintf(f, "%s\n", line);
+			fprintf(f, "%s\n", shortline);
 		}
 	}
 	fflush(f);
@@ -494,6 +617,9 @@ enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
 }
 
 /* ---- CSV ---- */
+#ifndef KR_EXPORT_MINIMAL
+static FILE *kr_csv_file;
+
 int kr_csv_open(const char *header)
 {
 	const struct kr_opts *o = kr_options();
@@ -529,3 +655,19 @@ void kr_csv_close(void)
 		fclose(kr_csv_file);
 	kr_csv_file = NULL;
 }
+#else
+int kr_csv_open(const char *header)
+{
+	(void)header;
+	return 0;
+}
+
+void kr_csv_row(const char *fmt, ...)
+{
+	(void)fmt;
+}
+
+void kr_csv_close(void)
+{
+}
+#endif

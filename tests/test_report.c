@@ -147,6 +147,13 @@ static int run(const struct kr_opts *o)
 	kr_measure("nan_is_null", 0.0 / 0.0);
 	kr_measure_str("label", tricky);
 	kr_cause("commit 0123456789ab (v1.0)");
+	/* longer than an email line: wrapped with an indent in text mode */
+	kr_env("irq_affinity", "%s", "1:0-1 8:0 9:0-1 12:1 14:0-1 15:0-1 24:0 25:1 26:0-1 27:1 28:0 "
+	       "29:0-1 30:1 31:0 32:0-1 33:0-1 34:1 35:0");
+	kr_say("a long line of the body: %s", "words that go on and on past the seventy-second "
+	       "column of the report, so that they must be wrapped");
+	kr_cause("a cause described at length: the per-CPU slices expire at the end of every "
+		 "period (512ac999d275, v4.18), fixed by de53fd7aedb1 (v5.4)");
 	switch (mode) {
 	case 0: return kr_verdict(KR_PASS, 3.5, "usage=%.2f", 0.5);
 	case 1: return kr_verdict(KR_FAIL, 84.12, "usage=%.2f", 0.31);
@@ -219,15 +226,41 @@ static const char *last_line(void)
 	return l;
 }
 
+/* every line of the text report within KR_TEXT_WIDTH columns */
+static void assert_lines_fit(const char *text)
+{
+	for (const char *l = text; *l;) {
+		size_t len = strcspn(l, "\n");
+		if (len > KR_TEXT_WIDTH)
+			fail_msg("%zu columns: %.*s", len, (int)len, l);
+		l += len + (l[len] == '\n');
+	}
+}
+
 static void test_text(void **state)
 {
 	(void)state;
 	for (int m = 0; m < 6; m++) {
 		assert_int_equal(run_main(m, "text"), expect[m].code);
-		/* the verdict line is last and alone (SKIP/ERROR reasons may hold a newline) */
+		assert_lines_fit(out);
+		/* the verdict line is last and alone (SKIP/ERROR reasons may hold a newline);
+		 * one too long for an email is cut to verdict, metric and limit, the rest
+		 * printed above it */
+		if (m == 3) {
+			assert_string_equal(last_line(), "demo: SKIP inconclusive throttled=20.5% (limit 20.0%)");
+			assert_non_null(strstr(out, "verdict: inconclusive (repeats straddle the threshold: 1"));
+			continue;
+		}
 		assert_non_null(strstr(out, expect[m].line));
-		if (m == 1)
+		if (m == 1) {
 			assert_non_null(strstr(out, "known cause: commit 0123456789ab"));
+			assert_non_null(strstr(out, "\n  (v5.4)\n"));
+		}
+		if (m < 5) { /* m 5 crashes before its report */
+			assert_non_null(strstr(out, "\nirq_affinity: 1:0-1 8:0"));
+			assert_non_null(strstr(out, "\n    28:0 29:0-1"));
+			assert_non_null(strstr(out, "past the seventy-second\n  column of the report"));
+		}
 		if (m == 0) {
 			assert_null(strstr(out, "known cause"));
 			assert_string_equal(last_line(), expect[m].line);
@@ -255,7 +288,7 @@ static void test_json(void **state)
 		}
 	}
 	assert_int_equal(run_main(1, "json"), 1);
-	assert_non_null(strstr(out, "\"known_causes\":[\"commit 0123456789ab (v1.0)\"]"));
+	assert_non_null(strstr(out, "\"known_causes\":[\"commit 0123456789ab (v1.0)\",\"a cause described"));
 	assert_non_null(strstr(out, "\"metric\":{\"name\":\"throttled\",\"value\":84.12,\"unit\":\"%\"}"));
 	assert_int_equal(run_main(2, "json"), 129);
 	assert_non_null(strstr(out, "\"reason\":\"no such hardware: quote"));

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Description: scripts/export keeps what a program reaches and nothing else.
+
+export_test.py PROGRAM_DIR_NAME   exports the program, checks its first lines (what, build,
+run, verdict, exit codes), that lib functions it does not reach are gone and the contract's
+(options, journal, restore, verdict) are there, that it builds with -Wall -Wextra -Werror,
+refuses --format json (text only) and prints --help within 72 columns.
+Exit 0 pass, 1 fail.
+"""
+import os, re, subprocess, sys, tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what)
+
+
+def main():
+    prog = sys.argv[1]
+    p = subprocess.run([os.path.join(TOP, "scripts", "export"), prog], capture_output=True, text=True)
+    check(p.returncode == 0, f"scripts/export exit {p.returncode}: {p.stderr}")
+    text = p.stdout
+    head = text[:text.find("*/")]
+    for want in [f" * {prog}: ", " * Build: cc -O2 -pthread ", " * Run:   sudo ./", " * Verdict: ",
+                 " * Exit:  0 PASS"]:
+        check(want in head, f"first lines lack {want!r}")
+    defined = set(re.findall(r"^[a-z][\w \*]*?\b(\w+)\(", text, re.M))
+    src = open(os.path.join(TOP, prog, prog + ".c")).read()
+    # never reached in an export (JSON), or not reached when the program does not use them
+    gone = ["kr_json_string", "json_write_object"]
+    gone += [f for f in ["kr_netns_new", "kr_veth_create", "kr_journal_hwtstamp"] if f not in src]
+    gone += ["env_" + g for g in ["irq_affinity", "numa", "cpuidle"] if f'"group:{g}"' not in src]
+    for name in gone:
+        check(name not in defined, f"{name} is not reached by {prog} but is in the export")
+    for kept in ["main", "kr_main", "supervise", "kr_journal_restore_stale", "kr_journal_finish",
+                 "kr_verdict", "kr_lock_take"]:
+        check(kept in defined, f"{kept} is missing")
+    full = sum(len(open(os.path.join(TOP, "lib", f)).read().splitlines())
+               for f in os.listdir(os.path.join(TOP, "lib")) if f.endswith((".c", ".h")))
+    own = len(open(os.path.join(TOP, prog, prog + ".c")).read().splitlines())
+    lines = len(text.splitlines())
+    print(f"{prog}: export {lines} lines, {len(text)} bytes; program {own} lines, lib {full} lines")
+    check(lines < own + full * 0.75, "the export is not smaller than program + lib")
+    libs = re.search(r"^ \* Build: cc -O2 -pthread \S+ -o \S+ (.*)$", text, re.M)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, prog + ".c"), os.path.join(tmp, prog)
+        with open(src, "w") as f:
+            f.write(text)
+        b = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", src, "-o", exe]
+                           + (libs.group(1).split() if libs else []), capture_output=True, text=True)
+        check(b.returncode == 0, f"does not build: {b.stderr[:2000]}")
+        if b.returncode == 0:
+            r = subprocess.run([exe, "--format", "json"], capture_output=True, text=True)
+            check(r.returncode == 128 and r.stdout == "", f"--format json: exit {r.returncode}")
+            h = subprocess.run([exe, "--help"], capture_output=True, text=True)
+            check(h.returncode == 0 and all(len(l) <= 72 for l in h.stdout.splitlines()),
+                  "--help exits 0 within 72 columns")
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
