@@ -882,9 +882,10 @@ static int dio_run(const struct kr_opts *o)
 	} else if (nirqcpu >= 1) {
 		if (kr_cpu_pick(&irq_usable, -1, &ccpu, &other) < 0)
 			return kr_skip(KR_EXIT_SKIP_MACHINE, "the I/O of %s completes on CPU %s, "
-				       "outside this process's CPUs %s: give --cpu", dev.name,
+				       "outside this process's CPUs (%s): start it with that CPU in its "
+				       "affinity (taskset)", dev.name,
 				       kr_format_cpulist(&dev.irq_cpus, how, sizeof(how)),
-				       kr_format_cpulist(&usable, cpus, sizeof(cpus)));
+				       kr_cpus_unusable(cpus, sizeof(cpus)));
 		kr_cpu_pick(&usable, ccpu, &ccpu, &other);
 		if (nirqcpu == 1)
 			snprintf(how, sizeof(how), "%s: effective affinity %d", dev.irq_desc, ccpu);

@@ -441,9 +441,11 @@ static int run(const struct kr_opts *o)
 
 	/* requirements first */
 	cpu_set_t usable;
+	char why_cpus[256];
 	kr_usable_cpus(&usable);
 	if (kr_cpu_pick(&usable, o->cpu, &victim_cpu, &other_cpu) < 0 || other_cpu < 0)
-		return kr_skip(129, "needs 2 usable CPUs (a victim CPU and one for the traffic)");
+		return kr_skip(129, "needs 2 usable CPUs (a victim and one for the traffic): "
+			       "%s", kr_cpus_unusable(why_cpus, sizeof(why_cpus)));
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
 	int irqta = kr_kconfig("CONFIG_IRQ_TIME_ACCOUNTING", cfg, sizeof(cfg));

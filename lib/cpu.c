@@ -83,6 +83,31 @@ int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
 }
 
+const char *kr_cpus_unusable(char *buf, size_t len)
+{
+	cpu_set_t online, usable, out;
+	char on[256], us[256], iso[4096] = "", nohz[4096] = "";
+
+	kr_online_cpus(&online);
+	kr_usable_cpus(&usable);
+	CPU_XOR(&out, &online, &usable);
+	kr_format_cpulist(&online, on, sizeof(on));
+	kr_format_cpulist(&usable, us, sizeof(us));
+	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) < 0)
+		iso[0] = 0;
+	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) < 0 ||
+	    !strcmp(nohz, "(null)"))
+		nohz[0] = 0;
+	iso[strcspn(iso, "\n")] = nohz[strcspn(nohz, "\n")] = 0;
+	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s", us, on,
+		 CPU_COUNT(&out) ? " (affinity: cpuset, taskset" : "",
+		 CPU_COUNT(&out) && *iso ? ", isolcpus" : "", CPU_COUNT(&out) ? ")" : "",
+		 *iso ? "; isolated " : "", iso);
+	if (*nohz)
+		snprintf(buf + strlen(buf), len - strlen(buf), "; nohz_full %s", nohz);
+	return buf;
+}
+
 int kr_cpu_check(const char *opt, int cpu)
 {
 	cpu_set_t online, usable;

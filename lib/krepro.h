@@ -311,6 +311,9 @@ int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int wa
 			 int *victim, int *other);
 /* --cpu N check: online and inside the affinity, else one usage line and -1 */
 int kr_cpu_check(const char *opt, int cpu);
+/* why a run has fewer CPUs than are online: "usable 0 of online 0-1 (affinity: cpuset,
+ * taskset, isolcpus); isolated 1; nohz_full 1", for SKIP reasons */
+const char *kr_cpus_unusable(char *buf, size_t len);
 /* "nohz_full", "isolated", "nohz_full,isolated" or "" (from /sys/devices/system/cpu/) */
 const char *kr_cpu_isolation(int cpu, char *buf, size_t len);
 const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *isolated,

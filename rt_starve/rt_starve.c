@@ -739,8 +739,8 @@ static int rs_run(const struct kr_opts *o)
 	/* requirements first, before anything changes; --cpu was checked by kr_main */
 	kr_usable_cpus(&usable);
 	if (kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other) < 0 || lab.other < 0)
-		return kr_skip(129, "needs 2 usable CPUs (the victim CPU and one for client "
-			       "and server)");
+		return kr_skip(129, "needs 2 usable CPUs (the victim and one for client "
+			       "and server): %s", kr_cpus_unusable(why, sizeof(why)));
 	/* the burner and its SCHED_FIFO 99 watchdog (EPERM also from cpu.rt_runtime_us 0) */
 	int rt = kr_rt_check(99, why, sizeof(why));
 	if (rt)
