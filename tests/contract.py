@@ -16,14 +16,7 @@ import fcntl, json, os, re, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krstate import snapshot, diff  # noqa: E402
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
-    return cond
+from checks import FAILS, check, finish  # noqa: E402
 
 
 def run(argv, env=None, timeout=120, user=None, affinity=None):
@@ -199,10 +192,7 @@ def main():
         kernel(os.path.abspath(args[1]))
     else:
         contract(os.path.abspath(args[0]))
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -11,13 +11,9 @@ Exit 0 pass, 1 fail.
 import os, re, subprocess, sys, tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAILS = []
+from checks import FAILS, check, finish  # noqa: E402
 
 
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
 
 
 def main():
@@ -60,10 +56,7 @@ def main():
             h = subprocess.run([exe, "--help"], capture_output=True, text=True)
             check(h.returncode == 0 and all(len(l) <= 72 for l in h.stdout.splitlines()),
                   "--help exits 0 within 72 columns")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -28,16 +28,9 @@ except ImportError:
     print("SKIP: no python3-jsonschema")
     sys.exit(77)
 
-FAILS = []
+from checks import FAILS, check, finish  # noqa: E402
 with open(os.path.join(HERE, "kcidb_schema.json")) as f:
     VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
-    return cond
 
 
 def nulls(v, path=""):
@@ -211,10 +204,7 @@ def main():
     ap.add_argument("--labcheck", action="store_true")
     a = ap.parse_args()
     labcheck(a.build) if a.labcheck else offline(a.build)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -23,19 +23,12 @@ sys.path.insert(0, os.path.join(TOP, "scripts"))
 from contract import quiet_snapshot  # noqa: E402
 from krstate import PROGRAMS, diff  # noqa: E402
 
-FAILS = []
+from checks import FAILS, check, finish  # noqa: E402
 # short runs: the defaults of six programs take ~30 s; --wait queues behind another run
 SHORT_ARGS = {"fibtest": "", "rt_starve": "", "dio_kworker": "--duration 1",
               "hwts": "--duration 2", "ktask_bench": "--duration 3", "irqacct": "--duration 2"}
 RESULT = re.compile(r"^(ok|not ok) (\d+) selftests: krepro: (\S+)(.*)$")
 INNER = re.compile(r"^# (ok|not ok) 1 (\S+)( # SKIP \S.*| # error: .*)?$")
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
-    return cond
 
 
 def runner_source():
@@ -174,7 +167,4 @@ def root_run(install):
 
 if __name__ == "__main__":
     main()
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()

@@ -35,16 +35,9 @@ except ImportError as e:
     print(f"SKIP: LAVA's python modules are not here ({e}): apt-get install {LAVA_PACKAGES}")
     sys.exit(77)
 
-FAILS = []
+from checks import FAILS, check, finish  # noqa: E402
 TESTDEF = os.path.join(TOP, "lava", "krepro.yaml")
 JOB = os.path.join(TOP, "lava", "job-qemu.yaml")
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
-    return cond
 
 
 def load(path):
@@ -274,10 +267,7 @@ def main():
     ap.add_argument("--run", action="store_true", help="run the example job through lava-run")
     a = ap.parse_args()
     run(os.path.abspath(a.build)) if a.run else validate()
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

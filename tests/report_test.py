@@ -11,13 +11,9 @@ Exit 0 pass, 1 fail, 77 skip (meson's convention).
 import fcntl, os, re, shutil, subprocess, sys, tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAILS = []
+from checks import FAILS, check, finish  # noqa: E402
 
 
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what)
 
 
 def report(build, out, args, env=None):
@@ -84,10 +80,7 @@ def main():
                 p = report(build, out, ["--wait", "0"], dict(os.environ, KREPRO_RUNDIR=rundir))
             check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
             check_dir(out, 128, False)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

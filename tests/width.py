@@ -13,7 +13,7 @@ Prints the widest line seen. Exit 0 pass, 1 fail, 77 skip (meson's convention).
 import fcntl, os, re, subprocess, sys, tempfile
 
 WIDTH = 72
-FAILS = []
+from checks import FAILS, finish  # noqa: E402
 widest = (0, "", "")
 
 
@@ -100,9 +100,7 @@ def main():
     else:
         usage_paths(os.path.abspath(args[0]))
     print(f"widest line: {widest[0]} columns ({widest[1]}): {widest[2]}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
+    finish()
     print("all lines within", WIDTH, "columns")
 
 
