@@ -30,7 +30,7 @@ done
 command -v valgrind >/dev/null || { echo "tests/valgrind.sh: SKIP: no valgrind" >&2; exit 77; }
 logdir=$builddir/valgrind
 mkdir -p "$logdir"
-vg=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+vg=(valgrind --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite --trace-children=yes --child-silent-after-fork=no)
 failed=()
 
