@@ -68,17 +68,29 @@ int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int wa
 	return 0;
 }
 
+/* The nohz_full and isolated CPU lists as sysfs gives them, each "" when absent; nohz_full
+ * reads "(null)" on kernels built with NO_HZ_FULL but booted without it. */
+#define ISOLATION_LEN 4096
+static void read_isolation(char *nohz, char *iso)
+{
+	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, ISOLATION_LEN) < 0 ||
+	    !strcmp(nohz, "(null)") || !strcmp(nohz, "(null)\n"))
+		nohz[0] = 0;
+	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, ISOLATION_LEN) < 0)
+		iso[0] = 0;
+	nohz[strcspn(nohz, "\n")] = iso[strcspn(iso, "\n")] = 0;
+}
+
 int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 {
-	char nohz[4096] = "", iso[4096] = "";
+	char nohz[ISOLATION_LEN], iso[ISOLATION_LEN];
 	cpu_set_t avoid, s;
 
+	read_isolation(nohz, iso);
 	CPU_ZERO(&avoid);
-	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) == 0 &&
-	    kr_cpulist_parse(nohz, &s) == 0)
+	if (*nohz && kr_cpulist_parse(nohz, &s) == 0)
 		CPU_OR(&avoid, &avoid, &s);
-	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) == 0 &&
-	    kr_cpulist_parse(iso, &s) == 0)
+	if (*iso && kr_cpulist_parse(iso, &s) == 0)
 		CPU_OR(&avoid, &avoid, &s);
 	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
 }
@@ -86,19 +98,14 @@ int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 const char *kr_cpus_unusable(char *buf, size_t len)
 {
 	cpu_set_t online, usable, out;
-	char on[256], us[256], iso[4096] = "", nohz[4096] = "";
+	char on[256], us[256], iso[ISOLATION_LEN], nohz[ISOLATION_LEN];
 
 	kr_online_cpus(&online);
 	kr_usable_cpus(&usable);
 	CPU_XOR(&out, &online, &usable);
 	kr_format_cpulist(&online, on, sizeof(on));
 	kr_format_cpulist(&usable, us, sizeof(us));
-	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) < 0)
-		iso[0] = 0;
-	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) < 0 ||
-	    !strcmp(nohz, "(null)"))
-		nohz[0] = 0;
-	iso[strcspn(iso, "\n")] = nohz[strcspn(nohz, "\n")] = 0;
+	read_isolation(nohz, iso);
 	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s", us, on,
 		 CPU_COUNT(&out) ? " (affinity: cpuset, taskset" : "",
 		 CPU_COUNT(&out) && *iso ? ", isolcpus" : "", CPU_COUNT(&out) ? ")" : "",
@@ -146,12 +153,9 @@ const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *is
 
 const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
 {
-	char nohz[4096] = "", iso[4096] = "";
+	char nohz[ISOLATION_LEN], iso[ISOLATION_LEN];
 
-	if (kr_read_file("/sys/devices/system/cpu/nohz_full", nohz, sizeof(nohz)) < 0)
-		nohz[0] = 0;
-	if (kr_read_file("/sys/devices/system/cpu/isolated", iso, sizeof(iso)) < 0)
-		iso[0] = 0;
+	read_isolation(nohz, iso);
 	return kr_cpu_isolation_from(cpu, nohz, iso, buf, len);
 }
 
