@@ -764,7 +764,7 @@ static struct {
  * same (now faulted) memory; the fastest of each over the repeats (noise only adds time). */
 static int measure_clearing(struct job *j, enum kind k, int nrep)
 {
-	double gib_t[3];
+	double secs[3]; /* kernel clear, rep stosb, movnti */
 	static const enum op ops[3] = { OP_CLEAR, OP_MEMSET, OP_STREAM };
 
 	clr[k].kernel = clr[k].cached = clr[k].stream = INFINITY;
@@ -773,7 +773,7 @@ static int measure_clearing(struct job *j, enum kind k, int nrep)
 			return kr_error("cannot map %.2f GiB of %s pages: %s", j->size / GIB,
 					kind_names[k], strerror(errno));
 		for (int i = 0; i < 3; i++)
-			if ((gib_t[i] = run_pass(j, ops[i], 1)) < 0)
+			if ((secs[i] = run_pass(j, ops[i], 1)) < 0)
 				return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
 		if (k == K_THP && thp_fraction(j) < 0.9) {
 			snprintf(clr[k].why, sizeof(clr[k].why), "only %.0f%% THP (fragmented)",
@@ -782,15 +782,15 @@ static int measure_clearing(struct job *j, enum kind k, int nrep)
 			return 0;
 		}
 		unmap_region(j);
-		kr_csv_row("%s,clearing,1,%d,0,%.6f,%.6f,%.6f,%.3f", kind_names[k], r, gib_t[0],
-			   gib_t[1], gib_t[2], 0.0);
+		kr_csv_row("%s,clearing,1,%d,0,%.6f,%.6f,%.6f,%.3f", kind_names[k], r, secs[0],
+			   secs[1], secs[2], 0.0);
 		if (r < 0) {
-			clr[k].cold = gib_t[0];
+			clr[k].cold = secs[0];
 			continue;
 		}
-		clr[k].kernel = fmin(clr[k].kernel, gib_t[0]);
-		clr[k].cached = fmin(clr[k].cached, gib_t[1]);
-		clr[k].stream = fmin(clr[k].stream, gib_t[2]);
+		clr[k].kernel = fmin(clr[k].kernel, secs[0]);
+		clr[k].cached = fmin(clr[k].cached, secs[1]);
+		clr[k].stream = fmin(clr[k].stream, secs[2]);
 	}
 	clr[k].done = true;
 	clr[k].size = j->size;
@@ -841,11 +841,11 @@ static int run_clearing(const struct kr_opts *o, struct job *job)
 		kr_progress("%s: clearing", kind_names[k]);
 		if ((r = measure_clearing(job, (enum kind)k, CLEARING_PASSES * o->repeat)))
 			return r;
-		if (k == K_HUGETLB)
-			report_order(o);
 		/* give the pool back now (the journal restores it again at the end) */
-		if (k == K_HUGETLB)
+		if (k == K_HUGETLB) {
+			report_order(o);
 			kr_write_file(POOL_2M "/nr_hugepages", orig_nr_hugepages);
+		}
 		if (k == K_1G)
 			kr_write_file(POOL_1G "/nr_hugepages", orig1g);
 	}
