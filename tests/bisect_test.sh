@@ -53,8 +53,8 @@ vmopts="$* --wait 900"
 check rt_starve rt-good rt-bad rt-culprit "$static/rt_starve/rt_starve" --quiet
 # fibtest's default run in a 4-CPU guest: the re-created expiry strands up to 1 ms per CPU
 # that holds leftover runtime each period, so with 3 slow CPUs a bad kernel loses 25-32 %
-# of the quota (0.68-0.77, 10/10 FAIL; good 0.95-1.00, 18/18 PASS); on 2 vCPUs (one slow CPU) it lost
-# only 7-22 %, and the default 0.90 rule FAILed 6 of 10
+# of the quota (0.68-0.77, 10/10 FAIL; good 0.95-1.00, 18/18 PASS); on 2 vCPUs (one slow
+# CPU) it lost only 7-22 %, and the default 0.90 rule FAILed 6 of 10
 vmopts="$vmopts --cpus 4"
 check fibtest fib-good fib-bad fib-culprit "$static/fibtest/fibtest" --quiet
 [ "$fails" = 0 ] && echo "PASS" && exit 0
