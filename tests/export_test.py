@@ -5,7 +5,7 @@
 export_test.py PROGRAM_DIR_NAME   exports the program, checks its first lines (what, build,
 run, verdict, exit codes), that lib functions it does not reach are gone and the contract's
 (options, journal, restore, verdict) are there, that it builds with -Wall -Wextra -Werror,
-refuses --format json (text only) and prints --help within 72 columns.
+prints --version, refuses --format json (text only) and prints --help within 72 columns.
 Exit 0 pass, 1 fail.
 """
 import os, re, subprocess, sys, tempfile
@@ -51,6 +51,10 @@ def main():
                            + (libs.group(1).split() if libs else []), capture_output=True, text=True)
         check(b.returncode == 0, f"does not build: {b.stderr[:2000]}")
         if b.returncode == 0:
+            v = subprocess.run([exe, "--version"], capture_output=True, text=True)
+            check(v.returncode == 0 and v.stdout.startswith(prog + " "),
+                  f"--version: exit {v.returncode}: {v.stdout[:200]!r}")
+            print(v.stdout.rstrip("\n"))
             r = subprocess.run([exe, "--format", "json"], capture_output=True, text=True)
             check(r.returncode == 128 and r.stdout == "", f"--format json: exit {r.returncode}")
             h = subprocess.run([exe, "--help"], capture_output=True, text=True)
