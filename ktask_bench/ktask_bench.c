@@ -653,7 +653,7 @@ static int reserve_hugepages(uint64_t need)
  * order is the cost (a fault at the last byte, cleared bottom-up, gave 0.85-1.05); on an
  * Intel-hosted one the order costs nothing (populate = touch, user 4 KiB rep stosb up =
  * down, all ~8.2 GiB/s) and 4 KiB at a time costs 0.93 of one long rep stosb in the host's
- * fast phases, ~0.7 in its slow ones: median pair ratio 0.66-0.87 in 10 of 10 runs (2026-11-23).
+ * fast phases, ~0.7 in its slow ones: median pair ratio 0.66-0.93 in 20 of 20 runs (2026-11-23).
  * 0.58 lies between the two with the margin on both sides: FAIL where the order costs
  * half, as on Genoa before the series, PASS where it costs nothing. THP adds the page
  * allocator and memory the host took back, 1 GiB pages are cleared in order: both are
