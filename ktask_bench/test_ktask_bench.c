@@ -102,6 +102,21 @@ static void clearing_rule_ratio_margin(void **state)
 	assert_int_equal(clearing_rule(1.0, INFINITY, 0.7, &r), KR_SKIP);
 }
 
+static void size_fits_the_budget(void **state)
+{
+	const uint64_t M = 1ULL << 20;
+	(void)state;
+	/* this host: ~3.2 s per GiB of the fewest passes, 512 MiB fits 8 s */
+	assert_int_equal(fit_size(512 * M, 16 * M, 6.4, 8), 512 * M);
+	/* TCG: 0.17 GiB/s, the default scaling run ~90 s per GiB: 80 MiB of 16 MiB chunks */
+	assert_int_equal(fit_size(512 * M, 16 * M, 90, 8), 80 * M);
+	/* not even one unit */
+	assert_int_equal(fit_size(512 * M, 16 * M, 1000, 8), 0);
+	/* no estimate: keep the size */
+	assert_int_equal(fit_size(512 * M, 2 * M, NAN, 8), 512 * M);
+	assert_int_equal(fit_size(512 * M, 2 * M, 0, 8), 512 * M);
+}
+
 static void points_powers_of_two_then_max(void **state)
 {
 	int p[MAX_POINTS];
@@ -144,6 +159,7 @@ int main(void)
 		cmocka_unit_test(rule_disturbed_repeat_does_not_vote),
 		cmocka_unit_test(rule_normalised_by_the_bandwidth_wall),
 		cmocka_unit_test(clearing_rule_ratio_margin),
+		cmocka_unit_test(size_fits_the_budget),
 		cmocka_unit_test(points_powers_of_two_then_max),
 		cmocka_unit_test(kinds_parse),
 	};

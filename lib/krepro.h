@@ -117,6 +117,8 @@ int kr_main(const struct kr_prog *prog, int argc, char **argv);
 /* The options of this run, after parsing (valid inside run() and parse callbacks). */
 const struct kr_opts *kr_options(void);
 const struct kr_prog *kr_program(void);
+/* Seconds after which the supervisor kills the run (ERROR): a run must size its work below. */
+double kr_hard_cap_s(void);
 
 /* ---- strict value parsing: print "prog: --opt: ..." and return -1 on bad input ---- */
 int kr_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -227,6 +227,15 @@ static int parse_common_option(int key, const char *arg)
 	return -1;
 }
 
+double kr_hard_cap_s(void)
+{
+	double cap = the_prog->duration_max_s;
+
+	if (the_opts.duration_set && the_opts.duration_s * (the_opts.repeat + 2) + 30 > cap)
+		cap = the_opts.duration_s * (the_opts.repeat + 2) + 30;
+	return cap + 5;
+}
+
 static pid_t measuring_child;
 static volatile sig_atomic_t supervisor_signal;
 
@@ -296,9 +305,7 @@ static int supervise(void)
 	sa.sa_handler = kill_on_hard_cap;
 	sigaction(SIGALRM, &sa, NULL);
 	/* the hard cap: a run never exceeds it, whatever the program does */
-	double cap = the_prog->duration_max_s;
-	if (the_opts.duration_set && the_opts.duration_s * (the_opts.repeat + 2) + 30 > cap)
-		cap = the_opts.duration_s * (the_opts.repeat + 2) + 30;
+	double cap = kr_hard_cap_s() - 5;
 	alarm((unsigned)cap + 5);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(measuring_child, &status, 0) < 0 && errno == EINTR)
