@@ -94,7 +94,7 @@ ok "bad options rejected"
 # 6. SIGINT mid-run, with the hugetlb pool reserved
 "$prog" --wait 120 --pages hugetlb --size 1G --repeat 100 --duration 60 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 200); do
+for _ in $(seq 1200); do   # up to 60 s: the clearing-speed probe and a busy host come first
 	[ "$(cat /proc/sys/vm/nr_hugepages)" != "$nr0" ] && break
 	sleep 0.05
 done

@@ -4,6 +4,11 @@
 #define KREPRO_INTERNAL_H
 #include "krepro.h"
 
+#include <signal.h>
+
+/* SIGINT/SIGTERM/SIGHUP received before the run starts (while waiting for the lock):
+ * kr_lock_take gives up with EINTR */
+extern volatile sig_atomic_t kr_pre_run_signal;
 int kr_lock_take(double wait_s, pid_t *holder);
 int kr_journal_finish(void);
 int kr_journal_begin(void);

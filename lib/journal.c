@@ -22,6 +22,7 @@
  *   child <pid> <starttime>       (the measuring child: waited for before a stale restore)
  */
 #include "krepro.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -513,6 +514,12 @@ int kr_lock_take(double wait_s, pid_t *holder)
 		return -1;
 	int64_t until = kr_now_ns() + (int64_t)(wait_s * 1e9);
 	while (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		if (kr_pre_run_signal) {
+			close(lock_fd);
+			lock_fd = -1;
+			errno = EINTR;
+			return -1;
+		}
 		if (errno != EWOULDBLOCK || kr_now_ns() >= until) {
 			char buf[32] = "";
 			if (pread(lock_fd, buf, sizeof(buf) - 1, 0) > 0)

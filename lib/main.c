@@ -238,6 +238,15 @@ double kr_hard_cap_s(void)
 
 static pid_t measuring_child;
 static volatile sig_atomic_t supervisor_signal;
+volatile sig_atomic_t kr_pre_run_signal;
+
+/* Until the supervisor takes over, a signal only ends the wait for the lock. Installed
+ * explicitly: a script's background job inherits SIGINT ignored, and the contract says
+ * SIGINT stops a run however it was started. */
+static void note_pre_run_signal(int sig)
+{
+	kr_pre_run_signal = sig;
+}
 
 static void forward_signal(int sig)
 {
@@ -275,6 +284,9 @@ static int supervise(void)
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGALRM);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	if (kr_pre_run_signal)
+		return kr_error("interrupted by SIG%s before the measurement; nothing was "
+				"changed", sigabbrev_np(kr_pre_run_signal));
 	pid_t parent = getpid();
 	/* the journal is the supervisor's: named by its pid, restored by it */
 	if (kr_journal_begin() < 0)
@@ -445,8 +457,15 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings, journaled)");
 
+	struct sigaction pre = { .sa_handler = note_pre_run_signal };
+	sigaction(SIGINT, &pre, NULL);
+	sigaction(SIGTERM, &pre, NULL);
+	sigaction(SIGHUP, &pre, NULL);
 	pid_t holder = 0;
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
+		if (errno == EINTR)
+			return kr_error("interrupted by SIG%s while waiting for %s/lock; nothing "
+					"was changed", sigabbrev_np(kr_pre_run_signal), kr_rundir());
 		if (errno == EWOULDBLOCK)
 			return kr_error("another krepro run (pid %d) holds %s/lock; --wait SEC waits for it",
 					(int)holder, kr_rundir());

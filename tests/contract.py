@@ -11,7 +11,7 @@ contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and 
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, json, os, re, subprocess, sys, tempfile, time
+import fcntl, json, os, re, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krstate import snapshot, diff  # noqa: E402
@@ -136,6 +136,21 @@ def contract(prog):
                         validate_tap(out, code, name, "lock held")
                     else:
                         check(out.strip().split("\n")[-1].startswith(f"{name}: ERROR "), f"lock held: {out!r}")
+                # SIGINT while it waits for the lock, started as a script's background job is
+                # (SIGINT ignored): it stops with ERROR at once, having changed nothing
+                p = subprocess.Popen([prog, "--wait", "30"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+                time.sleep(0.5)
+                p.send_signal(signal.SIGINT)
+                try:
+                    out, err = p.communicate(timeout=10)
+                    check(p.returncode == 128 and "interrupted by SIGINT while waiting" in out,
+                          f"SIGINT during --wait: exit {p.returncode}, {out[-200:]!r}")
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.communicate()
+                    check(False, "SIGINT during --wait: still waiting 10 s later")
                 # kselftest mode keeps 128 for ERROR (kselftest: any exit but 0 and 4 fails)
                 code, out, err = run([prog, "--kselftest"], env=env)
                 check(code == 128, f"lock held, --kselftest: exit {code}")
