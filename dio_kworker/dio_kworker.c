@@ -1012,7 +1012,10 @@ static int dio_run(const struct kr_opts *o)
 
 	/* The affinity says where the interrupts may go, not where they went: on Debian 6.1
 	 * with a 2-queue NVMe the writes of CPU 1 completed on CPU 0 (cpu0=3278 cpu1=297) and
-	 * the run starved a kworker that had nothing to do. Probe, and follow them once. */
+	 * the run starved a kworker that had nothing to do. 6.1's ext4 cannot issue a write
+	 * into an unwritten extent without blocking, so io_uring hands it to an io-wq worker,
+	 * which 6.1 runs on any CPU of the node: it goes out on that CPU's queue. Probe where
+	 * the interrupts land, follow them once, else SKIP; the baseline is checked too. */
 	if (dev.nirq && dev.rq_affinity != 2 && o->cpu < 0) {
 		struct dio_phase pr;
 		double share;
