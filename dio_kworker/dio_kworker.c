@@ -1188,9 +1188,10 @@ static const struct kr_prog prog = {
 		"The completion CPU is the effective affinity of the disk's queue interrupt, or\n"
 		"the submitter's CPU with rq_affinity=2; --cpu overrides. The file is removed on\n"
 		"every exit path. --duration is per phase; RT phases last at most 3 s.\n"
-		"Known: 6.18, ext4 on virtio-blk (2 vCPUs): baseline 38-49k IOPS, test 32-208\n"
-		"(ratio 0.0008-0.005, p99 0.95 s: one RT-throttling gap per second); RT\n"
-		"submitter on the other CPU 45-67k; --mitigate 40-53k; --sync 24-25k (0.8-0.9).",
+		"Known: 6.18, ext4 on virtio-blk (2 vCPUs): baseline 80-87k IOPS (0.98-1.10\n"
+		"of fio's in the same job), test 48-160 (ratio 0.0006-0.002, p99 0.95 s: one\n"
+		"RT-throttling gap per second); --mitigate 132-144k (1.59-1.67). Earlier,\n"
+		"batched submission: baseline 38-49k, other CPU 45-67k, --sync 24-25k.",
 	.example = "dio_kworker --control --format=json",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.metric = "ratio",
