@@ -238,6 +238,34 @@ static void device_btrfs_and_none(void **state)
 	assert_int_equal(d.ndisks, 0);
 }
 
+/* where the interrupts went: the 6.1 NVMe case (writes of CPU 1 completed on CPU 0) */
+static void irq_target_follows_the_counts(void **state)
+{
+	static struct dio_phase ph;
+	double share;
+	char at[128];
+
+	(void)state;
+	memset(&ph, 0, sizeof(ph));
+	ph.irq_cpu[0] = 3278;
+	ph.irq_cpu[1] = 297;
+	assert_int_equal(dio_irq_target(&ph, 1, &share), 0);
+	assert_true(share > 0.08 && share < 0.09);
+	dio_irq_list(&ph, 1, at, sizeof(at));
+	assert_string_equal(at, " cpu0=3278 cpu1=297");
+	assert_int_equal(dio_irq_target(&ph, 0, &share), 0);
+	assert_true(share > 0.9);
+	/* too few to tell: no verdict either way */
+	memset(&ph, 0, sizeof(ph));
+	ph.irq_cpu[3] = DIO_IRQ_MIN - 1;
+	assert_int_equal(dio_irq_target(&ph, 1, &share), -1);
+	dio_irq_list(&ph, 1, at, sizeof(at));
+	assert_string_equal(at, " cpu1=0 cpu3=19");
+	ph.irq_cpu[3] = 0;
+	assert_int_equal(dio_irq_target(&ph, 1, &share), -1);
+	assert_true(isnan(share));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +275,7 @@ int main(void)
 		cmocka_unit_test(rule_without_baseline_is_error),
 		cmocka_unit_test(permutation_is_bijective),
 		cmocka_unit_test(offsets_are_aligned_and_wrap),
+		cmocka_unit_test(irq_target_follows_the_counts),
 	};
 	const struct CMUnitTest devices[] = {
 		cmocka_unit_test(device_partition_and_disk),
