@@ -505,8 +505,13 @@ static int run(const struct kr_opts *o)
 	kr_param("repeat", "%d", repeat);
 	unsigned long long seed = o->seed_set ? o->seed : (unsigned long long)(kr_now_ns() & 0x7fffffff);
 	kr_param("seed", "%llu", seed);
-	kr_cause("CONFIG_IRQ_TIME_ACCOUNTING is not set (Debian, most distros)");
-	kr_cause("irq time accounting off at run time (tsc=noirqtime, unstable TSC)");
+	/* only the causes this kernel can have: a FAIL on a kernel with the option names the
+	 * run-time switch, not the config */
+	if (irqta != 1)
+		kr_cause("CONFIG_IRQ_TIME_ACCOUNTING is not set (Debian, most distros)");
+	if (irqta != 0)
+		kr_cause("irq time accounting off at run time (%s)",
+			 noirqtime ? "tsc=noirqtime on the command line" : "tsc=noirqtime, unstable TSC");
 
 	char tname[32];
 	snprintf(tname, sizeof(tname), "ksoftirqd/%d", victim_cpu);
