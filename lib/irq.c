@@ -209,3 +209,25 @@ int kr_irq_list(int *irqs, int max)
 	qsort(irqs, (size_t)n, sizeof(int), cmp_int);
 	return n;
 }
+
+/* ---- softirqs in threads ---- */
+
+const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime)
+{
+	if (realtime && atoi(realtime) == 1)
+		return "PREEMPT_RT: softirqs always run in threads";
+	for (const char *p = cmdline; p && (p = strstr(p, "threadirqs")); p++)
+		if ((p == cmdline || p[-1] == ' ') && (p[10] == 0 || p[10] == ' ' || p[10] == '\n'))
+			return "threadirqs: irq exit leaves every softirq to ksoftirqd";
+	return NULL;
+}
+
+const char *kr_softirq_threaded(void)
+{
+	static char cmdline[4096], realtime[16];
+	bool rt = kr_read_file("/sys/kernel/realtime", realtime, sizeof(realtime)) >= 0;
+
+	if (kr_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+		cmdline[0] = 0;
+	return kr_softirq_threaded_from(cmdline, rt ? realtime : NULL);
+}

@@ -260,6 +260,14 @@ int kr_interrupts_header(const char *line, int *col_cpu, int max);
 int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
 		       uint64_t *per_cpu, int max, char *name, size_t nlen);
 
+/* When every softirq of this kernel runs in a thread (ksoftirqd, not irq exit), the cause in
+ * words ("PREEMPT_RT: ...", "threadirqs: ..."), else NULL: PREEMPT_RT (/sys/kernel/realtime
+ * is 1) or threadirqs on the kernel command line. */
+const char *kr_softirq_threaded(void);
+/* the same from cmdline (/proc/cmdline's text) and realtime (/sys/kernel/realtime's text,
+ * NULL: absent), for tests */
+const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime);
+
 /* Kernel config: value of "CONFIG_X" ("y", "m", "250", ...) into buf; returns 1 if set, 0 if
  * "is not set" or absent, -1 if no config is readable (/proc/config.gz, /boot/config-R). */
 int kr_kconfig(const char *option, char *buf, size_t len);

@@ -697,29 +697,6 @@ static void say_evidence(const struct lab *lab, const struct repeat_result *r)
 	       (unsigned long long)r->softnet[2], burst);
 }
 
-/* When every softirq of this kernel runs in a thread, the ksoftirqd path starves on any
- * version: name that instead of the commit range. cmdline: /proc/cmdline, realtime: the
- * content of /sys/kernel/realtime (NULL: absent). Returns NULL when neither applies. */
-static const char *softirq_threaded_from(const char *cmdline, const char *realtime)
-{
-	if (realtime && atoi(realtime) == 1)
-		return "PREEMPT_RT: softirqs always run in threads";
-	for (const char *p = cmdline; p && (p = strstr(p, "threadirqs")); p++)
-		if ((p == cmdline || p[-1] == ' ') && (p[10] == 0 || p[10] == ' ' || p[10] == '\n'))
-			return "threadirqs: irq exit leaves every softirq to ksoftirqd";
-	return NULL;
-}
-
-static const char *softirq_threaded_cause(void)
-{
-	static char cmdline[4096], realtime[16];
-	bool rt = kr_read_file("/sys/kernel/realtime", realtime, sizeof(realtime)) >= 0;
-
-	if (kr_read_file("/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
-		cmdline[0] = 0;
-	return softirq_threaded_from(cmdline, rt ? realtime : NULL);
-}
-
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -894,7 +871,7 @@ static int rs_run(const struct kr_opts *o)
 	const char *bh_cause = NULL;
 	if (opt_path == PATH_NAPI)
 		kr_cause("threaded NAPI: napi/DEV-N is SCHED_OTHER, below any RT task");
-	else if ((bh_cause = softirq_threaded_cause()))
+	else if ((bh_cause = kr_softirq_threaded()))
 		kr_cause("%s", bh_cause);
 	else
 		kr_cause("4cd13c21b207 (v4.9) until its revert d15121be7485 (v6.5)");

@@ -103,21 +103,6 @@ static void test_rule_lost_to_drops(void **state)
 	assert_int_equal(rt_starve_rule(&in, &out, 20, 10, false, true), KR_SKIP);
 }
 
-/* who runs softirqs in threads: PREEMPT_RT, threadirqs; a look-alike word is not it */
-static void test_threaded_cause(void **state)
-{
-	(void)state;
-	assert_null(softirq_threaded_from("BOOT_IMAGE=/vmlinuz root=/dev/vda ro", NULL));
-	assert_non_null(softirq_threaded_from("root=/dev/vda threadirqs quiet", NULL));
-	assert_non_null(softirq_threaded_from("threadirqs", NULL));
-	assert_non_null(softirq_threaded_from("ro threadirqs\n", NULL));
-	assert_null(softirq_threaded_from("ro nothreadirqs threadirqs=0x", NULL));
-	assert_non_null(softirq_threaded_from("ro", "1\n"));
-	assert_null(softirq_threaded_from("ro", "0\n"));
-	assert_string_equal(softirq_threaded_from("threadirqs", "1"),
-			    "PREEMPT_RT: softirqs always run in threads");
-}
-
 static void test_phase(void **state)
 {
 	(void)state;
@@ -172,7 +157,6 @@ int main(void)
 		cmocka_unit_test(test_rule_inconclusive),
 		cmocka_unit_test(test_rule_not_provoked),
 		cmocka_unit_test(test_rule_lost_to_drops),
-		cmocka_unit_test(test_threaded_cause),
 		cmocka_unit_test(test_phase),
 		cmocka_unit_test(test_summarize),
 	};

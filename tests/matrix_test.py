@@ -70,6 +70,20 @@ check(matrix.judge(e, res('PASS', 0))[0] == 'MISMATCH', 'neither: MISMATCH')
 e = expect('p k/s PASS param=cpu=^[01]$')
 check(matrix.judge(e, res('PASS', 0, params={'cpu': '1'}))[0] == 'ok', 'param in range: ok')
 check(matrix.judge(e, res('PASS', 0, params={'cpu': '3'}))[0] == 'MISMATCH', 'param outside: MISMATCH')
+# kernels built from source: built:NAME is $KREPRO_CACHE/kernels/NAME/bzImage; missing, its
+# cells are left out (not_built names it), present, it is the image
+with tempfile.TemporaryDirectory() as cache:
+    matrix.CACHE = cache
+    check(matrix.not_built('built:base') == 'base', 'built:base not built: left out')
+    check(matrix.not_built('amd64') is None and matrix.not_built('/x/bzImage') is None,
+          'a Debian flavour or a path is never left out')
+    os.makedirs(os.path.join(cache, 'kernels', 'base'))
+    open(os.path.join(cache, 'kernels', 'base', 'bzImage'), 'w').close()
+    check(matrix.not_built('built:base') is None, 'built:base built: runs')
+    check(matrix.kernel_image('built:base', {}) == os.path.join(cache, 'kernels', 'base', 'bzImage'),
+          'built:base is its bzImage')
+check(any(c.kernel.startswith('built:') for c in cells.values()),
+      'cells on the kernels built from source are declared')
 for bad in ('p k/s MAYBE', 'p nocell PASS', 'p k/s PASS now=FAIL', 'p k/s PASS frobnicate=1'):
     try:
         expect(bad)

@@ -349,6 +349,21 @@ static void test_find_kthreads(void **state)
 	assert_int_equal(ts.ppid, getppid());
 }
 
+/* who runs softirqs in threads: PREEMPT_RT, threadirqs; a look-alike word is not it */
+static void test_threaded_cause(void **state)
+{
+	(void)state;
+	assert_null(kr_softirq_threaded_from("BOOT_IMAGE=/vmlinuz root=/dev/vda ro", NULL));
+	assert_non_null(kr_softirq_threaded_from("root=/dev/vda threadirqs quiet", NULL));
+	assert_non_null(kr_softirq_threaded_from("threadirqs", NULL));
+	assert_non_null(kr_softirq_threaded_from("ro threadirqs\n", NULL));
+	assert_null(kr_softirq_threaded_from("ro nothreadirqs threadirqs=0x", NULL));
+	assert_non_null(kr_softirq_threaded_from("ro", "1\n"));
+	assert_null(kr_softirq_threaded_from("ro", "0\n"));
+	assert_string_equal(kr_softirq_threaded_from("threadirqs", "1"),
+			    "PREEMPT_RT: softirqs always run in threads");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_rt_runtime_file),
 		cmocka_unit_test(test_interrupts),	  cmocka_unit_test(test_read_text),
 		cmocka_unit_test(test_find_kthreads),
+		cmocka_unit_test(test_threaded_cause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
