@@ -112,10 +112,7 @@ static bool config_disagrees(enum kr_verdict v, int irqta)
  * accounting off at run time even with CONFIG_IRQ_TIME_ACCOUNTING=y */
 static bool cmdline_noirqtime(const char *cmdline)
 {
-	for (const char *p = cmdline; (p = strstr(p, "tsc=noirqtime")); p++)
-		if (p == cmdline || p[-1] == ' ')
-			return true;
-	return false;
+	return kr_cmdline_has(cmdline, "tsc=noirqtime");
 }
 
 /* ---- traffic: a Poisson sender and a draining receiver, both off the victim CPU ---- */

@@ -87,6 +87,7 @@ static void noirqtime_on_the_cmdline(void **state)
 	assert_true(cmdline_noirqtime("tsc=reliable tsc=noirqtime"));
 	assert_false(cmdline_noirqtime("tsc=reliable panic=-1"));
 	assert_false(cmdline_noirqtime("foo.tsc=noirqtime"));
+	assert_false(cmdline_noirqtime("tsc=noirqtimex")); /* the kernel would not take it */
 	assert_false(cmdline_noirqtime(""));
 }
 

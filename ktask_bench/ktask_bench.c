@@ -946,11 +946,11 @@ static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_g
 		}
 		nkinds++;
 		/* the 2 MiB hugetlb page decides when measured, else the slowest kind */
-		if (k == K_HUGETLB || !(cfg.kinds & 1 << K_HUGETLB))
+		if (k == K_HUGETLB || !(cfg.kinds & 1 << K_HUGETLB)) {
 			metric = k == K_HUGETLB || isnan(metric) ? clr[k].vs_cached :
 				 fmin(metric, clr[k].vs_cached);
-		if (k == K_HUGETLB || !(cfg.kinds & 1 << K_HUGETLB))
 			judged = clr[k].judged;
+		}
 		kr_say("%-12s %11.2f %7.2f %8.2f %8.2f %8.2f", n, g / clr[k].kernel,
 		       g / clr[k].cached, g / clr[k].stream, clr[k].vs_cached, clr[k].vs_stream);
 		snprintf(key, sizeof(key), "%s_kernel_gib_s", n), kr_measure(key, g / clr[k].kernel);
@@ -1068,7 +1068,8 @@ static int run(const struct kr_opts *o)
 	 * clearing speed. Under TCG the default 512 MiB took 40-42 s and met the hard cap. */
 	bool thp_ok = kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf,
 				   sizeof(buf)) >= 0 && !strstr(buf, "[never]");
-	double c4k = cfg.clearing ? 0 : probe_s_per_gib(false), chuge = probe_s_per_gib(thp_ok);
+	double c4k = !cfg.clearing && cfg.kinds & 1 << K_4K ? probe_s_per_gib(false) : 0;
+	double chuge = probe_s_per_gib(thp_ok);
 	double per_gib = 0, budget = o->duration_set ? o->duration_s : cfg.clearing ?
 		CLEARING_BUDGET : kr_program()->duration_s - 2;
 	uint64_t unit = cfg.clearing ? HPAGE_SIZE : cfg.chunk;

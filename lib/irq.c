@@ -212,13 +212,22 @@ int kr_irq_list(int *irqs, int max)
 
 /* ---- softirqs in threads ---- */
 
+bool kr_cmdline_has(const char *cmdline, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = cmdline; p && (p = strstr(p, word)); p++)
+		if ((p == cmdline || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
 const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime)
 {
 	if (realtime && atoi(realtime) == 1)
 		return "PREEMPT_RT: softirqs always run in threads";
-	for (const char *p = cmdline; p && (p = strstr(p, "threadirqs")); p++)
-		if ((p == cmdline || p[-1] == ' ') && (p[10] == 0 || p[10] == ' ' || p[10] == '\n'))
-			return "threadirqs: irq exit leaves every softirq to ksoftirqd";
+	if (kr_cmdline_has(cmdline, "threadirqs"))
+		return "threadirqs: irq exit leaves every softirq to ksoftirqd";
 	return NULL;
 }
 

@@ -260,6 +260,9 @@ int kr_interrupts_header(const char *line, int *col_cpu, int max);
 int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
 		       uint64_t *per_cpu, int max, char *name, size_t nlen);
 
+/* cmdline (/proc/cmdline's text) has word as a whole parameter ("threadirqs",
+ * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0") */
+bool kr_cmdline_has(const char *cmdline, const char *word);
 /* When every softirq of this kernel runs in a thread (ksoftirqd, not irq exit), the cause in
  * words ("PREEMPT_RT: ...", "threadirqs: ..."), else NULL: PREEMPT_RT (/sys/kernel/realtime
  * is 1) or threadirqs on the kernel command line. */

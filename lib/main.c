@@ -317,8 +317,8 @@ static int supervise(void)
 	sa.sa_handler = kill_on_hard_cap;
 	sigaction(SIGALRM, &sa, NULL);
 	/* the hard cap: a run never exceeds it, whatever the program does */
-	double cap = kr_hard_cap_s() - 5;
-	alarm((unsigned)cap + 5);
+	double cap = kr_hard_cap_s();
+	alarm((unsigned)cap);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(measuring_child, &status, 0) < 0 && errno == EINTR)
 		;
@@ -330,7 +330,7 @@ static int supervise(void)
 	} else {
 		int sig = WTERMSIG(status);
 		if (supervisor_signal == SIGALRM)
-			code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap + 5);
+			code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap);
 		else if (supervisor_signal)
 			code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(supervisor_signal));
 		else
