@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """What the Python tests here share: checks that collect their failures, and one way to end
 (exit 1 with the count, so that meson shows the FAIL lines above it)."""
+import contextlib
+import fcntl
+import os
 import sys
+import tempfile
 
 FAILS = []
 
@@ -19,3 +23,15 @@ def finish():
         print(f"{len(FAILS)} check(s) failed")
         sys.exit(1)
     print("all checks passed")
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(prefix):
+    """An environment whose KREPRO_RUNDIR is a private directory with its lock held, as if
+    by another run of pid 4242: a program started in it takes the ERROR path (lock held)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as rundir:
+        with open(os.path.join(rundir, "lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            lock.write("4242\n")
+            lock.flush()
+            yield dict(os.environ, KREPRO_RUNDIR=rundir)

@@ -11,12 +11,12 @@ contract.py --kernel PROGRAM  a real default run in JSON and TAP: exit code and 
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, json, os, re, signal, subprocess, sys, tempfile, time
+import fcntl, json, os, re, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krstate import snapshot, diff  # noqa: E402
 
-from checks import FAILS, check, finish  # noqa: E402
+from checks import FAILS, check, finish, lock_held_elsewhere  # noqa: E402
 
 
 def run(argv, env=None, timeout=120, user=None, affinity=None):
@@ -119,42 +119,37 @@ def contract(prog):
     check(not diff(before, snapshot()), f"bad usage changed the machine: {diff(before, snapshot())}")
 
     # the ERROR path: another run holds the lock
-    with tempfile.TemporaryDirectory(prefix="krepro-contract-") as rundir:
-        env = dict(os.environ, KREPRO_RUNDIR=rundir)
-        with open(os.path.join(rundir, "lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            lock.write("4242\n")
-            lock.flush()
-            if os.geteuid() == 0:
-                for fmt in ["json", "tap", "text"]:
-                    code, out, err = run([prog, "--format", fmt], env=env)
-                    check(code == 128, f"lock held: exit {code}")
-                    if fmt == "json":
-                        d = validate_json(out, code, "lock held")
-                        check("4242" in (d or {}).get("reason", ""), "lock held: the reason names the holder pid")
-                    elif fmt == "tap":
-                        validate_tap(out, code, name, "lock held")
-                    else:
-                        check(out.strip().split("\n")[-1].startswith(f"{name}: ERROR "), f"lock held: {out!r}")
-                # SIGINT while it waits for the lock, started as a script's background job is
-                # (SIGINT ignored): it stops with ERROR at once, having changed nothing
-                p = subprocess.Popen([prog, "--wait", "30"], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-                time.sleep(0.5)
-                p.send_signal(signal.SIGINT)
-                try:
-                    out, err = p.communicate(timeout=10)
-                    check(p.returncode == 128 and "interrupted by SIGINT while waiting" in out,
-                          f"SIGINT during --wait: exit {p.returncode}, {out[-200:]!r}")
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.communicate()
-                    check(False, "SIGINT during --wait: still waiting 10 s later")
-                # kselftest mode keeps 128 for ERROR (kselftest: any exit but 0 and 4 fails)
-                code, out, err = run([prog, "--kselftest"], env=env)
-                check(code == 128, f"lock held, --kselftest: exit {code}")
-                validate_tap(out, code, name, "lock held, --kselftest", ksft=True)
+    with lock_held_elsewhere("krepro-contract-") as env:
+        if os.geteuid() == 0:
+            for fmt in ["json", "tap", "text"]:
+                code, out, err = run([prog, "--format", fmt], env=env)
+                check(code == 128, f"lock held: exit {code}")
+                if fmt == "json":
+                    d = validate_json(out, code, "lock held")
+                    check("4242" in (d or {}).get("reason", ""), "lock held: the reason names the holder pid")
+                elif fmt == "tap":
+                    validate_tap(out, code, name, "lock held")
+                else:
+                    check(out.strip().split("\n")[-1].startswith(f"{name}: ERROR "), f"lock held: {out!r}")
+            # SIGINT while it waits for the lock, started as a script's background job is
+            # (SIGINT ignored): it stops with ERROR at once, having changed nothing
+            p = subprocess.Popen([prog, "--wait", "30"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+            time.sleep(0.5)
+            p.send_signal(signal.SIGINT)
+            try:
+                out, err = p.communicate(timeout=10)
+                check(p.returncode == 128 and "interrupted by SIGINT while waiting" in out,
+                      f"SIGINT during --wait: exit {p.returncode}, {out[-200:]!r}")
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                check(False, "SIGINT during --wait: still waiting 10 s later")
+            # kselftest mode keeps 128 for ERROR (kselftest: any exit but 0 and 4 fails)
+            code, out, err = run([prog, "--kselftest"], env=env)
+            check(code == 128, f"lock held, --kselftest: exit {code}")
+            validate_tap(out, code, name, "lock held, --kselftest", ksft=True)
     # the SKIP 129 path: not root (only when we can drop privileges)
     if os.geteuid() == 0:
         for fmt in ["json", "tap"]:

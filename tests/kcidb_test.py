@@ -11,7 +11,7 @@ kcidb_test.py --build DIR              reports of real programs (SKIP: not root;
 kcidb_test.py --build DIR --labcheck   scripts/labcheck --kcidb on one program (needs root)
 Exit 0 pass, 1 fail, 77 skip.
 """
-import argparse, copy, datetime, fcntl, json, os, subprocess, sys, tempfile
+import argparse, copy, datetime, json, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -28,7 +28,7 @@ except ImportError:
     print("SKIP: no python3-jsonschema")
     sys.exit(77)
 
-from checks import FAILS, check, finish  # noqa: E402
+from checks import FAILS, check, finish, lock_held_elsewhere  # noqa: E402
 with open(os.path.join(HERE, "kcidb_schema.json")) as f:
     VALIDATOR = jsonschema.Draft202012Validator(json.load(f))
 
@@ -98,21 +98,16 @@ def program_reports(build):
     FAIL variants of one (a measured PASS/FAIL needs a real run: --labcheck)."""
     from krstate import PROGRAMS
     reports = []
-    with tempfile.TemporaryDirectory(prefix="krepro-kcidb-") as rundir:
-        env = dict(os.environ, KREPRO_RUNDIR=rundir)
-        with open(os.path.join(rundir, "lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            lock.write("4242\n")
-            lock.flush()
-            for name in PROGRAMS:
-                exe = os.path.join(build, name, name)
-                for argv in (["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"], []):
-                    if argv and os.geteuid() != 0:
-                        continue
-                    p = subprocess.run(argv + [exe, "--format", "json"], capture_output=True, text=True, env=env)
-                    d = json.loads(p.stdout)
-                    d["duration_s"], d["start_time"] = 0.1, 1795000000.0
-                    reports.append(d)
+    with lock_held_elsewhere("krepro-kcidb-") as env:
+        for name in PROGRAMS:
+            exe = os.path.join(build, name, name)
+            for argv in (["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"], []):
+                if argv and os.geteuid() != 0:
+                    continue
+                p = subprocess.run(argv + [exe, "--format", "json"], capture_output=True, text=True, env=env)
+                d = json.loads(p.stdout)
+                d["duration_s"], d["start_time"] = 0.1, 1795000000.0
+                reports.append(d)
     base = reports[0]
     for verdict, value, code in [("PASS", 1.5, 0), ("FAIL", 84.1, 1)]:
         d = copy.deepcopy(base)

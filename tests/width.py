@@ -10,10 +10,10 @@ width.py --kernel PROGRAM  real runs in text mode (needs root): the default run,
                            paths are all printed.
 Prints the widest line seen. Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, os, re, subprocess, sys, tempfile
+import os, re, subprocess, sys
 
 WIDTH = 72
-from checks import FAILS, finish  # noqa: E402
+from checks import FAILS, finish, lock_held_elsewhere  # noqa: E402
 widest = (0, "", "")
 
 
@@ -55,16 +55,11 @@ def usage_paths(prog):
             FAILS.append(f"{args}: exit {code}")
         check_text(out + err, f"bad option {' '.join(args)}")
     if os.geteuid() == 0:
-        with tempfile.TemporaryDirectory(prefix="krepro-width-") as rundir:
-            env = dict(os.environ, KREPRO_RUNDIR=rundir)
-            with open(os.path.join(rundir, "lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                lock.write("4242\n")
-                lock.flush()
-                code, out, _ = run([prog], env=env)
-                if code != 128 or not out.strip().split("\n")[-1].startswith(f"{name}: ERROR"):
-                    FAILS.append(f"lock held: exit {code}")
-                check_text(out, "lock held (ERROR)")
+        with lock_held_elsewhere("krepro-width-") as env:
+            code, out, _ = run([prog], env=env)
+            if code != 128 or not out.strip().split("\n")[-1].startswith(f"{name}: ERROR"):
+                FAILS.append(f"lock held: exit {code}")
+            check_text(out, "lock held (ERROR)")
         code, out, _ = run([prog], user="65534")
         if code != 129:
             FAILS.append(f"not root: exit {code}")
