@@ -7,19 +7,16 @@
  * unlink, set a policy if the task is still the same one), so restoring twice is harmless
  * and the supervising parent can always restore the whole journal after the child ends.
  * A journal whose owner died (SIGKILL) is restored by the next run of any program.
+ * Paths are journaled absolute, so a restore runs from any directory. An entry that could
+ * not be undone is reported as such, never as done.
  *
- * Paths are journaled absolute (resolved before the change): a restore runs from any
- * directory, e.g. `--restore-only` after a SIGKILL. An entry that could not be undone is
- * reported as such, never as done.
- *
- * Line format, fields separated by tabs, with \t \n \\ escaped:
+ * One line per entry, fields separated by tabs (a value may hold tabs: it is the last
+ * field; a newline in a value or a tab in a path is refused before anything changes):
  *   krepro-journal <pid> <starttime> <program>
- *   write <path> <undo value>
- *   rmdir <path>
- *   unlink <path>
+ *   child <pid> <starttime>       (the measuring child: waited for before a stale restore)
+ *   write <path> <undo value>     rmdir <path>     unlink <path>
  *   sched <tid> <starttime> <policy> <prio>
  *   hwtstamp <ifname> <tx_type> <rx_filter>   (SIOCSHWTSTAMP of a NIC in the root namespace)
- *   child <pid> <starttime>       (the measuring child: waited for before a stale restore)
  */
 #include "krepro.h"
 #include "internal.h"
@@ -28,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -41,7 +37,7 @@
 #include <unistd.h>
 
 static int journal_fd = -1;
-static char journal_path[512];
+static char journal_file[512];
 static pid_t journal_owner;
 
 const char *kr_rundir(void)
@@ -50,103 +46,59 @@ const char *kr_rundir(void)
 	return d && *d ? d : "/run/krepro";
 }
 
-static int ensure_rundir(void)
+static int make_rundir(void)
 {
-	if (mkdir(kr_rundir(), 0700) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
+	return mkdir(kr_rundir(), 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-static void journal_escape(const char *s, char *out, size_t len)
-{
-	size_t o = 0;
-
-	for (; *s && o + 3 < len; s++) {
-		if (*s == '\t' || *s == '\n' || *s == '\\') {
-			out[o++] = '\\';
-			out[o++] = *s == '\t' ? 't' : *s == '\n' ? 'n' : '\\';
-		} else {
-			out[o++] = *s;
-		}
-	}
-	out[o] = 0;
-}
-
-static void journal_unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (*s == '\\' && s[1]) {
-			s++;
-			*o++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = 0;
-}
-
+/* the start time of a live task (not a zombie), else 0: a reused pid has another one */
 static unsigned long long task_starttime(pid_t pid)
 {
 	struct kr_taskstat t;
-	return kr_read_taskstat(pid, &t) == 0 ? t.starttime : 0;
+	return kr_read_taskstat(pid, &t) == 0 && t.state != 'Z' && t.state != 'X' ? t.starttime : 0;
 }
 
-/* the same process still running (not a reused pid, not a zombie nobody reaps) */
-static bool task_alive(pid_t pid, unsigned long long starttime)
-{
-	struct kr_taskstat t;
+static int journal_open(void);
 
-	if (kr_read_taskstat(pid, &t) < 0)
-		return false;
-	return t.state != 'Z' && t.state != 'X' && (!starttime || t.starttime == starttime);
-}
-
-/* Open this process's journal (the supervisor's: a forked child keeps appending to it). */
-static int journal_open(void)
-{
-	if (journal_fd >= 0)
-		return 0;
-	if (ensure_rundir() < 0)
-		return -1;
-	journal_owner = getpid();
-	snprintf(journal_path, sizeof(journal_path), "%s/journal.%d", kr_rundir(), (int)journal_owner);
-	journal_fd = open(journal_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	if (journal_fd < 0)
-		return -1;
-	char line[256];
-	const struct kr_prog *p = kr_program();
-	int n = snprintf(line, sizeof(line), "krepro-journal\t%d\t%llu\t%s\n", (int)journal_owner,
-			 task_starttime(journal_owner), p ? p->name : "krepro");
-	if (write(journal_fd, line, (size_t)n) != n)
-		return -1;
-	return 0;
-}
-
+/* One write() per line with O_APPEND: a crash never leaves half an entry behind that a
+ * restore would misread as a complete one. */
 static int journal_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int journal_append(const char *fmt, ...)
 {
 	char line[4096];
 	va_list ap;
 
-	if (journal_open() < 0) {
-		kr_warn("cannot write the journal in %s: %s", kr_rundir(), strerror(errno));
-		return -1;
-	}
 	va_start(ap, fmt);
 	int n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(line)) {
-		errno = ENAMETOOLONG;
+	if (n < 0 || (size_t)n >= sizeof(line) || strchr(line, '\n') != line + n - 1) {
+		errno = EINVAL; /* too long, or a newline inside: refused, nothing changed */
 		return -1;
 	}
-	/* one write() per line with O_APPEND: a crash never leaves half an entry behind
-	 * that a restore would misread as a complete one */
-	if (write(journal_fd, line, (size_t)n) != n)
+	if (journal_open() < 0 || write(journal_fd, line, (size_t)n) != n) {
+		kr_warn("cannot write the journal in %s: %s", kr_rundir(), strerror(errno));
 		return -1;
+	}
 	fdatasync(journal_fd);
 	return 0;
+}
+
+/* Open this process's journal (the supervisor's: a forked child keeps appending to it). */
+static int journal_open(void)
+{
+	const struct kr_prog *p = kr_program();
+
+	if (journal_fd >= 0)
+		return 0;
+	if (make_rundir() < 0)
+		return -1;
+	journal_owner = getpid();
+	snprintf(journal_file, sizeof(journal_file), "%s/journal.%d", kr_rundir(), (int)journal_owner);
+	journal_fd = open(journal_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (journal_fd < 0)
+		return -1;
+	return journal_append("krepro-journal\t%d\t%llu\t%s\n", (int)journal_owner,
+			      task_starttime(journal_owner), p ? p->name : "krepro");
 }
 
 /* Forget the inherited journal (a forked process that is a run of its own, in tests). */
@@ -167,83 +119,42 @@ int kr_journal_child(pid_t pid)
 	return journal_append("child\t%d\t%llu\n", (int)pid, task_starttime(pid));
 }
 
-/* path made absolute, without following its last component (it may not exist yet, or be a
- * symlink the undo must remove, not its target): the directory resolved, the name kept */
-int kr_journal_abspath(const char *path, char *out, size_t len)
+/* "kind <path>[ <undo>]", the path made absolute by the current directory, nothing in it
+ * resolved (its last component may not exist yet, or be a symlink the undo must remove) */
+static int journal_path(const char *kind, const char *path, const char *undo)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
-	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	char cwd[PATH_MAX] = "";
 
-	if (!*path || !*name || !strcmp(name, ".") || !strcmp(name, "..")) {
-		errno = EINVAL; /* "dir/", ".": no name to keep */
+	if (strchr(path, '\t')) {
+		errno = EINVAL;
 		return -1;
 	}
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (!realpath(dir, real))
+	if (*path != '/' && !getcwd(cwd, sizeof(cwd)))
 		return -1;
-	int n = snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "", name);
-	if (n < 0 || (size_t)n >= len) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
-}
-
-/* escaped absolute path for a journal line */
-static int journal_path_field(const char *path, char *out, size_t len)
-{
-	char abs[PATH_MAX];
-
-	if (kr_journal_abspath(path, abs, sizeof(abs)) < 0) {
-		kr_warn("journal: cannot resolve %s: %s", path, strerror(errno));
-		return -1;
-	}
-	journal_escape(abs, out, len);
-	return 0;
+	return journal_append("%s\t%s%s%s%s%s\n", kind, cwd, *cwd ? "/" : "", path,
+			      undo ? "\t" : "", undo ? undo : "");
 }
 
 int kr_journal_write_undo(const char *path, const char *value, const char *undo)
 {
-	char p[1024], u[2048];
-
-	if (journal_path_field(path, p, sizeof(p)) < 0)
-		return -1;
-	journal_escape(undo, u, sizeof(u));
-	if (journal_append("write\t%s\t%s\n", p, u) < 0)
-		return -1;
-	return kr_write_file(path, value);
+	return journal_path("write", path, undo) < 0 ? -1 : kr_write_file(path, value);
 }
 
 int kr_journal_write(const char *path, const char *value)
 {
 	char old[2048];
 
-	if (kr_read_file(path, old, sizeof(old)) < 0)
-		return -1;
-	return kr_journal_write_undo(path, value, old);
+	return kr_read_file(path, old, sizeof(old)) < 0 ? -1 : kr_journal_write_undo(path, value, old);
 }
 
 int kr_journal_mkdir(const char *path, mode_t mode)
 {
-	char p[1024];
-
-	if (journal_path_field(path, p, sizeof(p)) < 0 || journal_append("rmdir\t%s\n", p) < 0)
-		return -1;
-	return mkdir(path, mode);
+	return journal_path("rmdir", path, NULL) < 0 ? -1 : mkdir(path, mode);
 }
 
 int kr_journal_unlink(const char *path)
 {
-	char p[1024];
-
-	if (journal_path_field(path, p, sizeof(p)) < 0)
-		return -1;
-	return journal_append("unlink\t%s\n", p);
+	return journal_path("unlink", path, NULL);
 }
 
 int kr_journal_sched(pid_t tid, int policy, int prio)
@@ -252,9 +163,8 @@ int kr_journal_sched(pid_t tid, int policy, int prio)
 	int old = sched_getscheduler(tid);
 	unsigned long long st = task_starttime(tid);
 
-	if (old < 0 || sched_getparam(tid, &sp) < 0 || !st)
-		return -1;
-	if (journal_append("sched\t%d\t%llu\t%d\t%d\n", (int)tid, st, old, sp.sched_priority) < 0)
+	if (old < 0 || sched_getparam(tid, &sp) < 0 || !st ||
+	    journal_append("sched\t%d\t%llu\t%d\t%d\n", (int)tid, st, old, sp.sched_priority) < 0)
 		return -1;
 	return kr_set_sched(tid, policy, prio);
 }
@@ -280,146 +190,112 @@ static int hwtstamp_ioctl(const char *ifname, struct hwtstamp_config *cfg, bool 
 int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter)
 {
 	struct hwtstamp_config old = { 0 }, cfg = { .tx_type = tx_type, .rx_filter = rx_filter };
-	char name[64];
 
 	/* a driver without SIOCGHWTSTAMP: assume stamping was off, the usual default */
 	if (hwtstamp_ioctl(ifname, &old, false) < 0)
 		old = (struct hwtstamp_config){ .tx_type = HWTSTAMP_TX_OFF, .rx_filter = HWTSTAMP_FILTER_NONE };
-	journal_escape(ifname, name, sizeof(name));
-	if (journal_append("hwtstamp\t%s\t%d\t%d\n", name, old.tx_type, old.rx_filter) < 0)
+	if (journal_append("hwtstamp\t%s\t%d\t%d\n", ifname, old.tx_type, old.rx_filter) < 0)
 		return -1;
 	return hwtstamp_ioctl(ifname, &cfg, true);
 }
 
-/* A cgroup cannot be removed while tasks are in it: move stragglers to the parent. */
-static int remove_cgroup_dir(const char *path)
+/* A cgroup cannot be removed while tasks are in it: move stragglers to the parent (an
+ * exiting task leaves the group a little later). -1 with ENOENT: it is not there. */
+static int remove_dir(const char *path)
 {
-	char procs[1100], parent[1100], buf[4096];
+	char procs[PATH_MAX + 16], parent[PATH_MAX + 16], buf[4096];
 
-	for (int i = 0; i < 100; i++) {
-		if (rmdir(path) == 0 || errno == ENOENT)
+	for (int i = 0; i < 100; i++, kr_sleep_ns(20000000)) {
+		if (rmdir(path) == 0)
 			return 0;
 		if (errno != EBUSY)
 			return -1; /* ENOTEMPTY (files or child groups) does not pass by waiting */
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
-		if (errno == EBUSY && kr_read_file(procs, buf, sizeof(buf)) > 0) {
-			snprintf(parent, sizeof(parent), "%s", path);
-			char *slash = strrchr(parent, '/');
-			if (slash) {
-				strcpy(slash, "/cgroup.procs");
-				for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n"))
-					kr_write_file(parent, s);
-			}
-		}
-		kr_sleep_ns(20000000); /* an exiting task leaves the group a little later */
+		snprintf(parent, sizeof(parent), "%.*s/cgroup.procs", (int)(strrchr(path, '/') - path), path);
+		if (kr_read_file(procs, buf, sizeof(buf)) > 0)
+			for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n"))
+				kr_write_file(parent, s);
 	}
 	errno = EBUSY;
 	return -1;
 }
 
-static int journal_undo_line(char *line, bool verbose)
+/* Undo one journal line; returns 1 if it could not be undone. */
+static int undo_line(char *line, bool verbose)
 {
-	char *f[6] = { 0 };
-	int n = 0;
+	static const char *const kinds[] = { "write", "rmdir", "unlink", "sched", "hwtstamp" };
+	static const int nfields[] = { 3, 2, 2, 5, 4 };
+	/* what each undoes, from the fields after the kind ("%.0s": a field not shown) */
+	static const char *const says[] = { "restore %s = %s", "remove %s", "remove %s",
+		"restore task %s%.0s to policy %s prio %s",
+		"restore hardware timestamping of %s (tx %s, rx %s)" };
+	char *f[5] = { line }, *t;
+	int n = 1, k = 0, r;
 
-	for (char *s = line; n < 6; n++) {
-		f[n] = s;
-		s = strchr(s, '\t');
-		if (!s) {
-			n++;
-			break;
-		}
-		*s++ = 0;
+	if ((t = strchr(line, '\t')))
+		*t = 0, f[n++] = t + 1;
+	while (k < 5 && strcmp(line, kinds[k]))
+		k++;
+	if (k == 5 && (!*line || !strcmp(line, "krepro-journal") || !strcmp(line, "child")))
+		return 0;
+	while (k < 5 && n < nfields[k] && (t = strchr(f[n - 1], '\t')))
+		*t = 0, f[n++] = t + 1;
+	if (k == 5 || n != nfields[k]) {
+		fprintf(stderr, "krepro: journal: unknown entry '%s'\n", line);
+		return 1;
 	}
-	for (int i = 0; i < n; i++)
-		journal_unescape(f[i]);
-	int r = 0;
-	const char *gone = "";
-	bool pathed = (!strcmp(f[0], "write") && n == 3) ||
-		      ((!strcmp(f[0], "rmdir") || !strcmp(f[0], "unlink")) && n == 2);
-	if (pathed && f[1][0] != '/') {
+	if (k < 3 && f[1][0] != '/') {
 		/* relative to a directory this process does not know (an older krepro's
 		 * journal): acting here could remove the wrong file; say so instead */
 		fprintf(stderr, "krepro: cannot restore %s %s: a relative path "
-			"(from the dead run's directory): undo it by hand\n", f[0], f[1]);
+			"(from the dead run's directory): undo it by hand\n", line, f[1]);
 		return 1;
 	}
-	if (!strcmp(f[0], "write") && n == 3) {
+	if (k == 0) {
 		r = kr_write_file(f[1], f[2]);
-		if (r < 0 && errno == ENOENT)
-			r = 0, gone = " (gone: nothing to restore)"; /* with its namespace or device */
-		if (verbose)
-			fprintf(stderr, "krepro: restore %s = %s%s\n", f[1], f[2], r ? " FAILED" : gone);
-	} else if (!strcmp(f[0], "rmdir") && n == 2) {
-		if (access(f[1], F_OK) < 0 && errno == ENOENT)
-			gone = " (not there: never made, or removed already)";
-		r = remove_cgroup_dir(f[1]);
-		if (verbose)
-			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : gone);
-	} else if (!strcmp(f[0], "unlink") && n == 2) {
-		if (unlink(f[1]) == 0)
-			r = 0;
-		else if (errno == ENOENT)
-			gone = " (not there: never made, or removed already)";
-		else
-			r = -1;
-		if (verbose)
-			fprintf(stderr, "krepro: remove %s%s\n", f[1], r ? " FAILED" : gone);
-	} else if (!strcmp(f[0], "sched") && n == 5) {
-		char *end;
-		long tid = strtol(f[1], &end, 10);
+	} else if (k == 1) {
+		r = remove_dir(f[1]);
+	} else if (k == 2) {
+		r = unlink(f[1]);
+	} else if (k == 3) {
+		long tid = strtol(f[1], NULL, 10);
 		unsigned long long st = strtoull(f[2], NULL, 10);
-		/* only the same task (a pid may have been reused since), and never tid 0, which
-		 * would be the restoring process itself */
-		if (tid > 0 && tid <= INT32_MAX && !*end && st && task_starttime((pid_t)tid) == st)
-			r = kr_set_sched((pid_t)tid, atoi(f[3]), atoi(f[4])) < 0 && errno != ESRCH ? -1 : 0;
-		if (verbose)
-			fprintf(stderr, "krepro: restore policy %s prio %s of task %ld%s\n", f[3], f[4],
-				tid, r ? " FAILED" : "");
-	} else if (!strcmp(f[0], "hwtstamp") && n == 4) {
+		/* only the same task (its pid may have been reused since), and never tid 0,
+		 * which would be the restoring process itself */
+		errno = ESRCH;
+		r = tid > 0 && tid <= INT_MAX && st && task_starttime((pid_t)tid) == st
+			    ? kr_set_sched((pid_t)tid, atoi(f[3]), atoi(f[4])) : -1;
+	} else {
 		struct hwtstamp_config cfg = { .tx_type = atoi(f[2]), .rx_filter = atoi(f[3]) };
-		r = hwtstamp_ioctl(f[1], &cfg, true) < 0 && errno != ENODEV ? -1 : 0;
-		if (verbose)
-			fprintf(stderr, "krepro: restore hardware timestamping of %s (tx %s, rx %s)%s\n",
-				f[1], f[2], f[3], r ? " FAILED" : "");
-	} else if (strcmp(f[0], "krepro-journal") && strcmp(f[0], "child") && *f[0]) {
-		fprintf(stderr, "krepro: journal: unknown entry '%s'\n", f[0]);
-		r = -1;
+		r = hwtstamp_ioctl(f[1], &cfg, true);
 	}
-	if (r)
-		fprintf(stderr, "krepro: could not restore (%s): %s\n", f[0], strerror(errno));
-	return r ? 1 : 0;
+	/* the file, task or NIC went away (with its namespace or device): nothing to restore */
+	bool gone = r < 0 && (errno == ENOENT || errno == ESRCH || errno == ENODEV);
+	if (verbose || (r < 0 && !gone)) {
+		const char *why = r == 0 ? "" : gone ? " (gone: nothing to restore)" : strerror(errno);
+		fprintf(stderr, "krepro: ");
+		fprintf(stderr, says[k], f[1], f[2], f[3], f[4]);
+		fprintf(stderr, "%s%s\n", r < 0 && !gone ? " FAILED: " : "", why);
+	}
+	return r < 0 && !gone;
 }
 
-static int journal_restore_text(char *text, bool verbose)
-{
-	int failed = 0;
-	char **lines = NULL;
-	size_t n = 0;
-
-	for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
-		char **more = realloc(lines, (n + 1) * sizeof(char *));
-		if (!more) {
-			free(lines);
-			return 1;
-		}
-		lines = more;
-		lines[n++] = s;
-	}
-	while (n--)
-		failed += journal_undo_line(lines[n], verbose);
-	free(lines);
-	return failed;
-}
-
+/* Restore one journal file, last entry first; returns the number of entries that could
+ * not be undone, -1 if it cannot be read. */
 int kr_journal_restore_file(const char *path, bool verbose)
 {
-	char *t = kr_read_text(path);
+	char *text = kr_read_text(path), *nl;
+	int failed = 0;
 
-	if (!t)
+	if (!text)
 		return errno == ENOENT ? 0 : -1;
-	int failed = journal_restore_text(t, verbose);
-	free(t);
+	do {
+		nl = strrchr(text, '\n');
+		failed += undo_line(nl ? nl + 1 : text, verbose);
+		if (nl)
+			*nl = 0;
+	} while (nl);
+	free(text);
 	return failed;
 }
 
@@ -427,7 +303,7 @@ int kr_journal_restore(void)
 {
 	if (journal_fd < 0)
 		return 0;
-	int failed = kr_journal_restore_file(journal_path, false);
+	int failed = kr_journal_restore_file(journal_file, false);
 	if (ftruncate(journal_fd, 0) < 0)
 		failed++;
 	return failed;
@@ -438,41 +314,38 @@ int kr_journal_finish(void)
 {
 	if (journal_fd < 0 || getpid() != journal_owner)
 		return 0;
-	int failed = kr_journal_restore_file(journal_path, false);
-	close(journal_fd);
-	journal_fd = -1;
+	int failed = kr_journal_restore_file(journal_file, false);
+	kr_journal_detach();
 	if (!failed)
-		unlink(journal_path);
+		unlink(journal_file);
 	return failed;
+}
+
+/* the same process still running (starttime 0: any process of that pid) */
+static bool task_alive(pid_t pid, unsigned long long starttime)
+{
+	unsigned long long st = task_starttime(pid);
+	return st && (!starttime || st == starttime);
 }
 
 int kr_journal_restore_stale(int *failed)
 {
 	DIR *d = opendir(kr_rundir());
 	struct dirent *e;
-	int found = 0;
+	int found = 0, kept = 0;
 
-	if (failed)
-		*failed = 0;
 	if (!d)
 		return errno == ENOENT ? 0 : -1;
 	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "journal.", 8))
-			continue;
-		pid_t pid = (pid_t)atoi(e->d_name + 8);
-		char path[600];
-		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
-		if (pid == getpid() || pid <= 0)
-			continue;
-		char *t = kr_read_text(path);
-		if (!t)
-			continue;
+		char path[600], prog[64] = "?", *t, *c;
 		unsigned long long st = 0, cst = 0;
-		int cpid = 0;
-		char prog[64] = "?";
+		int pid = 0, cpid = 0;
+		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
+		if (sscanf(e->d_name, "journal.%d", &pid) != 1 || pid <= 0 || pid == getpid() ||
+		    !(t = kr_read_text(path)))
+			continue;
 		sscanf(t, "krepro-journal\t%*d\t%llu\t%63s", &st, prog);
-		char *c = strstr(t, "\nchild\t");
-		if (c)
+		if ((c = strstr(t, "\nchild\t")))
 			sscanf(c, "\nchild\t%d\t%llu", &cpid, &cst);
 		free(t);
 		if (task_alive(pid, st))
@@ -480,60 +353,48 @@ int kr_journal_restore_stale(int *failed)
 		/* the owner was killed; its child dies with it (PDEATHSIG), but may take a moment */
 		for (int i = 0; cpid > 0 && task_alive(cpid, cst) && i < 200; i++)
 			kr_sleep_ns(10000000);
-		fprintf(stderr, "krepro: found the journal of a %s run (pid %d) that did not finish; restoring it\n",
-			prog, (int)pid);
+		fprintf(stderr, "krepro: found the journal of a %s run (pid %d) that did not "
+			"finish; restoring it\n", prog, pid);
 		int nf = kr_journal_restore_file(path, true);
 		if (nf == 0) {
 			unlink(path);
 		} else {
 			fprintf(stderr, "krepro: kept %s: %d entr%s could not be restored\n", path,
 				nf < 0 ? 1 : nf, nf == 1 ? "y" : "ies");
-			if (failed)
-				(*failed)++;
+			kept++;
 		}
 		found++;
 	}
 	closedir(d);
+	if (failed)
+		*failed = kept;
 	return found;
 }
 
 /* ---- the single-run lock ---- */
-static int lock_fd = -1;
-
 int kr_lock_take(double wait_s, pid_t *holder)
 {
-	char path[600];
-
-	if (lock_fd >= 0)
-		return 0; /* held already: flock would conflict with our own earlier open */
-	if (ensure_rundir() < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/lock", kr_rundir());
-	lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock_fd < 0)
-		return -1;
+	static int fd = -1;
+	char path[600], buf[32] = "";
 	int64_t until = kr_now_ns() + (int64_t)(wait_s * 1e9);
-	while (flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		if (kr_pre_run_signal) {
-			close(lock_fd);
-			lock_fd = -1;
-			errno = EINTR;
-			return -1;
-		}
-		if (errno != EWOULDBLOCK || kr_now_ns() >= until) {
-			char buf[32] = "";
-			if (pread(lock_fd, buf, sizeof(buf) - 1, 0) > 0)
+
+	if (fd >= 0)
+		return 0; /* held already: flock would conflict with our own earlier open */
+	snprintf(path, sizeof(path), "%s/lock", kr_rundir());
+	if (make_rundir() < 0 || (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return -1;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = kr_pre_run_signal ? EINTR : errno != EWOULDBLOCK || kr_now_ns() >= until ? EWOULDBLOCK : 0;
+		if (e) {
+			if (e == EWOULDBLOCK && pread(fd, buf, sizeof(buf) - 1, 0) > 0)
 				*holder = (pid_t)atoi(buf);
-			close(lock_fd);
-			lock_fd = -1;
-			errno = EWOULDBLOCK;
+			close(fd);
+			fd = -1;
+			errno = e;
 			return -1;
 		}
 		kr_sleep_ns(50000000);
 	}
-	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (ftruncate(lock_fd, 0) < 0 || pwrite(lock_fd, buf, (size_t)n, 0) != n)
-		return -1;
-	return 0;
+	return ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n ? -1 : 0;
 }

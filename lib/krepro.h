@@ -367,9 +367,6 @@ int kr_journal_restore(void);
 /* Restore journals of dead krepro processes; returns how many were found (-1 on error);
  * failed (may be NULL): how many of them could not be restored completely (kept). */
 int kr_journal_restore_stale(int *failed);
-/* path made absolute as the journal records it: its directory resolved, its last
- * component kept (it may not exist yet). -1 with errno. */
-int kr_journal_abspath(const char *path, char *out, size_t len);
 /* Restore one journal file (exposed for tests); verbose: say each step on stderr */
 int kr_journal_restore_file(const char *path, bool verbose);
 /* Directory used for the journal and lock (default /run/krepro; KREPRO_RUNDIR overrides, for

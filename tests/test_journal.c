@@ -79,11 +79,22 @@ static void test_restore_in_reverse(void **state)
 static void test_awkward_values(void **state)
 {
 	(void)state;
-	put("we ird\tname", "a\tb\\c\nd");
-	assert_int_equal(kr_journal_write(path("we ird\tname"), "x"), 0);
+	/* a value may hold tabs and backslashes: it is the last field of its line */
+	put("we ird name", "a\tb\\c");
+	assert_int_equal(kr_journal_write(path("we ird name"), "x"), 0);
 	assert_int_equal(kr_journal_restore(), 0);
-	/* kr_read_file strips the trailing newline only */
-	assert_string_equal(get("we ird\tname"), "a\tb\\c\nd");
+	assert_string_equal(get("we ird name"), "a\tb\\c");
+	/* a newline in a value or a tab in a path is refused before anything changes */
+	put("multi", "a\nb");
+	assert_int_equal(kr_journal_write(path("multi"), "x"), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_string_equal(get("multi"), "a\nb");
+	put("ta\tb", "1");
+	assert_int_equal(kr_journal_write(path("ta\tb"), "2"), -1);
+	assert_int_equal(kr_journal_mkdir(path("tab\tdir"), 0700), -1);
+	assert_int_equal(access(path("tab\tdir"), F_OK), -1);
+	assert_string_equal(get("ta\tb"), "1");
+	assert_int_equal(kr_journal_restore(), 0);
 }
 
 static void test_crash_then_stale_restore(void **state)
@@ -178,20 +189,6 @@ static void test_relative_path_restored_elsewhere(void **state)
 	assert_null(get("reldir/data"));
 	assert_int_equal(access(path("reldir"), F_OK), -1);
 	assert_string_equal(get("rel"), "");
-	/* the resolution itself: directory resolved, last component kept */
-	char abs[PATH_MAX], want[PATH_MAX + 8];
-	assert_int_equal(chdir(dir), 0);
-	assert_int_equal(kr_journal_abspath("./x/../nofile", abs, sizeof(abs)), -1); /* no x */
-	assert_int_equal(kr_journal_abspath("nofile", abs, sizeof(abs)), 0);
-	assert_int_equal(chdir(cwd), 0);
-	char real[PATH_MAX];
-	assert_non_null(realpath(dir, real));
-	snprintf(want, sizeof(want), "%s/nofile", real);
-	assert_string_equal(abs, want);
-	assert_int_equal(kr_journal_abspath("/", abs, sizeof(abs)), -1);
-	assert_int_equal(kr_journal_abspath("/tmp/.", abs, sizeof(abs)), -1);
-	assert_int_equal(kr_journal_abspath("/x", abs, sizeof(abs)), 0);
-	assert_string_equal(abs, "/x");
 }
 
 /* A journal of an older krepro with a relative path: not restorable from here, and the
