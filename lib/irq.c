@@ -16,45 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-char *kr_read_text(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t cap = 65536, n = 0;
-	char *buf = fd < 0 ? NULL : malloc(cap);
-
-	if (!buf) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	for (;;) {
-		if (cap - n < 4096) {
-			char *more = realloc(buf, cap * 2);
-			if (!more)
-				break;
-			buf = more;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r < 0) {
-				int e = errno;
-				free(buf);
-				close(fd);
-				errno = e;
-				return NULL;
-			}
-			break;
-		}
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = 0;
-	return buf;
-}
-
 int kr_interrupts_header(const char *line, int *col_cpu, int max)
 {
 	int n = 0;

@@ -58,8 +58,6 @@ static unsigned long long task_starttime(pid_t pid)
 	return kr_read_taskstat(pid, &t) == 0 && t.state != 'Z' && t.state != 'X' ? t.starttime : 0;
 }
 
-static int journal_open(void);
-
 /* One write() per line with O_APPEND: a crash never leaves half an entry behind that a
  * restore would misread as a complete one. */
 static int journal_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -75,7 +73,7 @@ static int journal_append(const char *fmt, ...)
 		errno = EINVAL; /* too long, or a newline inside: refused, nothing changed */
 		return -1;
 	}
-	if (journal_open() < 0 || write(journal_fd, line, (size_t)n) != n) {
+	if (kr_journal_begin() < 0 || write(journal_fd, line, (size_t)n) != n) {
 		kr_warn("cannot write the journal in %s: %s", kr_rundir(), strerror(errno));
 		return -1;
 	}
@@ -84,7 +82,7 @@ static int journal_append(const char *fmt, ...)
 }
 
 /* Open this process's journal (the supervisor's: a forked child keeps appending to it). */
-static int journal_open(void)
+int kr_journal_begin(void)
 {
 	const struct kr_prog *p = kr_program();
 
@@ -107,11 +105,6 @@ void kr_journal_detach(void)
 	if (journal_fd >= 0)
 		close(journal_fd);
 	journal_fd = -1;
-}
-
-int kr_journal_begin(void)
-{
-	return journal_open();
 }
 
 int kr_journal_child(pid_t pid)

@@ -10,8 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <math.h>
-#include <sys/select.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,32 +101,56 @@ void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins,
 }
 
 /* ---- files ---- */
-int kr_read_file(const char *path, char *buf, size_t len)
+/* the rest of fd (closed here) as a malloc'd string; NULL with errno */
+static char *read_all(int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t off = 0;
+	int e;
+	size_t cap = 0, n = 0;
+	char *buf = NULL, *more = NULL;
+	ssize_t r = 0;
 
 	if (fd < 0)
-		return -1;
-	while (off + 1 < len) {
-		ssize_t r = read(fd, buf + off, len - 1 - off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		if (r == 0)
+		return NULL;
+	for (;;) {
+		if (cap - n < 2 && !(more = realloc(buf, cap = cap * 2 + 4096)))
 			break;
-		off += (size_t)r;
+		buf = more;
+		r = read(fd, buf + n, cap - n - 1);
+		if (r > 0)
+			n += (size_t)r;
+		else if (r == 0 || errno != EINTR)
+			break;
 	}
+	e = errno;
 	close(fd);
-	buf[off] = 0;
-	while (off && buf[off - 1] == '\n')
-		buf[--off] = 0;
-	return (int)off;
+	if (!more || r < 0) {
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+char *kr_read_text(const char *path)
+{
+	return read_all(open(path, O_RDONLY | O_CLOEXEC));
+}
+
+int kr_read_file(const char *path, char *buf, size_t len)
+{
+	char *t = kr_read_text(path);
+
+	if (!t)
+		return -1;
+	size_t n = strlen(t);
+	while (n && t[n - 1] == '\n')
+		n--;
+	n = n < len ? n : len - 1;
+	memcpy(buf, t, n);
+	buf[n] = 0;
+	free(t);
+	return (int)n;
 }
 
 int kr_read_u64(const char *path, uint64_t *out)
@@ -136,51 +161,43 @@ int kr_read_u64(const char *path, uint64_t *out)
 		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(buf, &end, 10);
-	if (errno || end == buf || (*end && !isspace((unsigned char)*end))) {
-		errno = EINVAL;
-		return -1;
+	if (!errno && end != buf && (!*end || isspace((unsigned char)*end))) {
+		*out = v;
+		return 0;
 	}
-	*out = v;
-	return 0;
+	errno = EINVAL;
+	return -1;
 }
 
 int kr_write_file(const char *path, const char *value)
 {
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC); /* like the shell's ">" */
+	ssize_t w = fd < 0 ? -1 : write(fd, value, strlen(value));
+	int e = w < 0 ? errno : EIO;
 
-	if (fd < 0)
-		return -1;
-	size_t len = strlen(value);
-	ssize_t w = write(fd, value, len);
-	int e = errno;
-	close(fd);
-	if (w != (ssize_t)len) {
-		errno = w < 0 ? e : EIO;
-		return -1;
-	}
-	return 0;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return w == (ssize_t)strlen(value) ? 0 : -1;
 }
 
+/* "key value" and "Key:   123 kB" lines */
 int kr_kv_get(const char *text, const char *key, uint64_t *out)
 {
 	size_t klen = strlen(key);
 
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *q = p + klen;
 		if (strncmp(p, key, klen))
 			continue;
-		const char *q = p + klen;
-		if (*q == ':')
-			q++;
+		q += *q == ':';
 		if (*q != ' ' && *q != '\t')
 			continue; /* a longer key with this prefix */
-		while (*q == ' ' || *q == '\t')
-			q++;
-		if (!isdigit((unsigned char)*q))
-			return -1;
+		q += strspn(q, " \t");
 		char *end;
 		errno = 0;
 		unsigned long long v = strtoull(q, &end, 10);
-		if (errno)
+		if (!isdigit((unsigned char)*q) || errno)
 			return -1;
 		*out = v;
 		return 0;
@@ -189,47 +206,36 @@ int kr_kv_get(const char *text, const char *key, uint64_t *out)
 }
 
 /* ---- /proc/stat ---- */
-static int parse_proc_stat_cpu(const char *p, struct kr_cpu_times *t)
-{
-	unsigned long long f[10] = { 0 };
-	int n = sscanf(p, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1],
-		       &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9]);
-	if (n < 4)
-		return -1;
-	*t = (struct kr_cpu_times){ f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9] };
-	return 0;
-}
-
 int kr_parse_proc_stat(const char *text, struct kr_cpu_times *all, struct kr_cpu_times *per,
 		       int maxcpus)
 {
 	int found_all = 0, ncpu = 0;
 
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, "cpu", 3))
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		char *end = (char *)p + 3;
+		long cpu = isdigit((unsigned char)p[3]) ? strtol(p + 3, &end, 10) : -1;
+		struct kr_cpu_times t = { 0 }, *to = cpu < 0 ? all : cpu < maxcpus && per ? &per[cpu] : NULL;
+		if (strncmp(p, "cpu", 3) || *end != ' ' || !to ||
+		    sscanf(end, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			   " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &t.user, &t.nice, &t.system,
+			   &t.idle, &t.iowait, &t.irq, &t.softirq, &t.steal, &t.guest, &t.guest_nice) < 4)
 			continue;
-		if (p[3] == ' ') {
-			if (parse_proc_stat_cpu(p + 3, all) == 0)
-				found_all = 1;
-		} else if (isdigit((unsigned char)p[3])) {
-			char *end;
-			long cpu = strtol(p + 3, &end, 10);
-			if (*end != ' ' || cpu < 0 || cpu >= maxcpus || !per)
-				continue;
-			if (parse_proc_stat_cpu(end, &per[cpu]) == 0 && cpu + 1 > ncpu)
-				ncpu = (int)cpu + 1;
-		}
+		*to = t;
+		if (cpu < 0)
+			found_all = 1;
+		else if (cpu + 1 > ncpu)
+			ncpu = (int)cpu + 1;
 	}
 	return found_all ? ncpu : -1;
 }
 
 int kr_read_proc_stat(struct kr_cpu_times *all, struct kr_cpu_times *per, int maxcpus)
 {
-	static char buf[256 * 1024];
+	char *t = kr_read_text("/proc/stat");
+	int n = t ? kr_parse_proc_stat(t, all, per, maxcpus) : -1;
 
-	if (kr_read_file("/proc/stat", buf, sizeof(buf)) < 0)
-		return -1;
-	return kr_parse_proc_stat(buf, all, per, maxcpus);
+	free(t);
+	return n;
 }
 
 uint64_t kr_cpu_times_total(const struct kr_cpu_times *t)
@@ -273,45 +279,17 @@ int kr_parse_taskstat(const char *text, struct kr_taskstat *t)
 	/* comm may contain spaces and parentheses: it ends at the last ')' */
 	const char *l = strchr(text, '('), *r = strrchr(text, ')');
 
+	memset(t, 0, sizeof(*t));
 	if (!l || !r || r < l)
 		return -1;
-	memset(t, 0, sizeof(*t));
-	size_t n = (size_t)(r - l - 1);
-	if (n >= sizeof(t->comm))
-		n = sizeof(t->comm) - 1;
-	memcpy(t->comm, l + 1, n);
-	t->comm[n] = 0;
-	/* fields after comm, numbered as in proc(5): 3 state ... 22 starttime, 39 processor,
-	 * 40 rt_priority, 41 policy */
-	const char *p = r + 1;
-	int field = 2;
-	unsigned long long v;
-	while (*p) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		field++;
-		if (field == 3)
-			t->state = *p;
-		else if (sscanf(p, "%llu", &v) == 1) {
-			if (field == 4)
-				t->ppid = (int)v;
-			else if (field == 9)
-				t->flags = (unsigned long)v;
-			else if (field == 22)
-				t->starttime = v;
-			else if (field == 39)
-				t->processor = (int)v;
-			else if (field == 40)
-				t->rt_priority = (int)v;
-			else if (field == 41)
-				t->policy = (int)v;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	return field >= 41 ? 0 : -1;
+	snprintf(t->comm, sizeof(t->comm), "%.*s", (int)(r - l - 1), l + 1);
+	/* the fields after comm, as proc(5) numbers them: 3 state, 4 ppid, 9 flags,
+	 * 22 starttime, 39 processor, 40 rt_priority, 41 policy */
+#define SKIP4 " %*s %*s %*s %*s"
+	return sscanf(r + 1, " %c %d %*s %*s %*s %*s %lu" SKIP4 SKIP4 SKIP4 " %llu" SKIP4 SKIP4
+		      SKIP4 SKIP4 " %d %d %d", &t->state, &t->ppid, &t->flags, &t->starttime,
+		      &t->processor, &t->rt_priority, &t->policy) == 7 ? 0 : -1;
+#undef SKIP4
 }
 
 int kr_read_taskstat(pid_t tid, struct kr_taskstat *t)
@@ -324,82 +302,58 @@ int kr_read_taskstat(pid_t tid, struct kr_taskstat *t)
 	return kr_parse_taskstat(buf, t);
 }
 
-int kr_find_tasks(const char *glob, pid_t *tids, int max)
+#define KR_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+static bool task_matches(pid_t tid, const char *glob, bool kthread)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
+	struct kr_taskstat t;
+
+	return kr_read_taskstat(tid, &t) == 0 && fnmatch(glob, t.comm, 0) == 0 &&
+	       (!kthread || (t.flags & KR_PF_KTHREAD));
+}
+
+/* every thread of every process (kernel threads: PF_KTHREAD) whose comm matches glob */
+static int scan_tasks(const char *glob, bool kthreads, pid_t *tids, int max)
+{
+	DIR *d = opendir("/proc"), *td;
+	struct dirent *e, *te;
+	char path[300];
 	int n = 0;
 
 	if (!d)
 		return -1;
-	/* kernel threads are single-threaded processes; user threads are searched too */
 	while ((e = readdir(d)) && n < max) {
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		char path[600];
 		snprintf(path, sizeof(path), "/proc/%s/task", e->d_name);
-		DIR *td = opendir(path);
-		if (!td)
+		if (!isdigit((unsigned char)e->d_name[0]) || !(td = opendir(path)))
 			continue;
-		struct dirent *te;
-		while ((te = readdir(td)) && n < max) {
-			char comm[64];
-			if (!isdigit((unsigned char)te->d_name[0]))
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/task/%s/comm", e->d_name, te->d_name);
-			if (kr_read_file(path, comm, sizeof(comm)) < 0)
-				continue;
-			if (fnmatch(glob, comm, 0) == 0)
-				tids[n++] = (pid_t)atoi(te->d_name);
-		}
+		while ((te = readdir(td)) && n < max)
+			if (atoi(te->d_name) > 0 && task_matches(atoi(te->d_name), glob, kthreads))
+				tids[n++] = atoi(te->d_name);
 		closedir(td);
 	}
 	closedir(d);
 	return n;
 }
 
-#define KR_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-
-static bool comm_matches(const char *pid, const char *glob)
+int kr_find_tasks(const char *glob, pid_t *tids, int max)
 {
-	char path[64], comm[64];
-
-	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
-	return kr_read_file(path, comm, sizeof(comm)) >= 0 && fnmatch(glob, comm, 0) == 0;
+	return scan_tasks(glob, false, tids, max);
 }
 
 int kr_find_kthreads(const char *glob, pid_t *tids, int max)
 {
+	/* every kthread but kthreadd (2) is its child: one short file, not every task's stat */
+	char *kids = kr_read_text("/proc/2/task/2/children"), *p = kids;
 	int n = 0;
-	/* every kthread but kthreadd is its child: one short file, not every task's comm */
-	char *kids = kr_read_text("/proc/2/task/2/children");
 
-	if (kids && *kids) {
-		char *save = NULL;
-		if (comm_matches("2", glob) && n < max)
-			tids[n++] = 2;
-		for (char *t = strtok_r(kids, " \n", &save); t && n < max; t = strtok_r(NULL, " \n", &save))
-			if (comm_matches(t, glob))
-				tids[n++] = (pid_t)atoi(t);
+	if (!kids || !*kids) {
 		free(kids);
-		return n;
+		return scan_tasks(glob, true, tids, max); /* no CONFIG_PROC_CHILDREN */
 	}
+	for (long pid = 2; pid > 0 && n < max; pid = strtol(p, &p, 10))
+		if (task_matches((pid_t)pid, glob, false))
+			tids[n++] = (pid_t)pid;
 	free(kids);
-	/* no CONFIG_PROC_CHILDREN: processes only (a kthread has no other threads), PF_KTHREAD */
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)) && n < max) {
-		struct kr_taskstat ts;
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		pid_t pid = (pid_t)atoi(e->d_name);
-		if (kr_read_taskstat(pid, &ts) == 0 && (ts.flags & KR_PF_KTHREAD) &&
-		    fnmatch(glob, ts.comm, 0) == 0)
-			tids[n++] = pid;
-	}
-	closedir(d);
 	return n;
 }
 
@@ -408,109 +362,67 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 {
 	size_t olen = strlen(option);
 
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (!strncmp(p, option, olen) && p[olen] == '=') {
-			const char *v = p + olen + 1, *e = strchr(v, '\n');
-			size_t n = e ? (size_t)(e - v) : strlen(v);
-			if (n && v[0] == '"' && v[n - 1] == '"' && n >= 2) {
-				v++;
-				n -= 2;
-			}
-			if (n >= len)
-				n = len - 1;
-			memcpy(buf, v, n);
-			buf[n] = 0;
-			return 1;
-		}
-		if (!strncmp(p, "# ", 2) && !strncmp(p + 2, option, olen) &&
-		    !strncmp(p + 2 + olen, " is not set", 11)) {
-			snprintf(buf, len, "n");
-			return 0;
-		}
+	/* "# CONFIG_X is not set" reads as absent: "n" */
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, option, olen) || p[olen] != '=')
+			continue;
+		const char *v = p + olen + 1;
+		int n = (int)strcspn(v, "\n");
+		if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
+			v++, n -= 2;
+		snprintf(buf, len, "%.*s", n, v);
+		return 1;
 	}
 	snprintf(buf, len, "n");
 	return 0;
 }
 
-static char *kconfig_cache;
-
-static char *load_kconfig(void)
-{
-	struct utsname u;
-	char path[300];
-	size_t cap = 1 << 20, n = 0;
-
-	if (kconfig_cache)
-		return kconfig_cache;
-	uname(&u);
-	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-	FILE *f = fopen(path, "re");
-	bool piped = false;
-	if (!f && access("/proc/config.gz", R_OK) == 0) {
-		/* no zlib in lib/: let gzip (or busybox's zcat) inflate it */
-		f = popen("gzip -dc /proc/config.gz 2>/dev/null || zcat /proc/config.gz 2>/dev/null", "r");
-		piped = true;
-	}
-	if (!f)
-		return NULL;
-	char *t = malloc(cap);
-	size_t r;
-	while (t && (r = fread(t + n, 1, cap - n - 1, f)) > 0) {
-		n += r;
-		if (n + 1 == cap)
-			t = realloc(t, cap *= 2);
-	}
-	if (piped)
-		pclose(f);
-	else
-		fclose(f);
-	if (!t || n == 0) {
-		free(t);
-		return NULL;
-	}
-	t[n] = 0;
-	return kconfig_cache = t;
-}
-
 int kr_kconfig(const char *option, char *buf, size_t len)
 {
-	char *t = load_kconfig();
+	static char *text;
+	static bool tried;
+	struct utsname u;
+	char path[300];
 
-	if (!t) {
+	if (!tried) {
+		tried = true;
+		uname(&u);
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		text = kr_read_text(path);
+		/* no zlib in lib/: let gzip (or busybox's zcat) inflate /proc/config.gz */
+		FILE *f = text ? NULL : popen("gzip -dc /proc/config.gz 2>/dev/null || "
+					      "zcat /proc/config.gz 2>/dev/null", "r");
+		if (f) {
+			text = read_all(dup(fileno(f)));
+			pclose(f);
+		}
+	}
+	if (!text || !*text) {
 		snprintf(buf, len, "unknown");
 		return -1;
 	}
-	return kr_kconfig_parse(t, option, buf, len);
+	return kr_kconfig_parse(text, option, buf, len);
 }
 
 /* ---- CPUs and scheduling ---- */
 int kr_cpulist_parse(const char *s, cpu_set_t *out)
 {
 	CPU_ZERO(out);
-	if (!s || !isdigit((unsigned char)*s))
-		return -1;
-	for (const char *p = s;;) {
+	for (const char *p = s; p && isdigit((unsigned char)*p);) {
 		char *end;
-		if (!isdigit((unsigned char)*p))
-			return -1;
 		errno = 0;
-		long a = strtol(p, &end, 10), b = a;
-		if (*end == '-') {
-			if (!isdigit((unsigned char)end[1]))
-				return -1;
-			b = strtol(end + 1, &end, 10);
-		}
-		if (errno || b < a || a < 0 || b >= CPU_SETSIZE)
+		long a = strtol(p, &end, 10);
+		long b = *end == '-' && isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : a;
+		if (errno || b < a || b >= CPU_SETSIZE ||
+		    (*end && *end != '\n' && (*end != ',' || !isdigit((unsigned char)end[1]))))
 			return -1;
-		for (long i = a; i <= b; i++)
-			CPU_SET(i, out);
-		if (*end == ',' && end[1])
-			p = end + 1;
-		else if (!*end || *end == '\n')
+		while (a <= b)
+			CPU_SET(a++, out);
+		if (*end != ',')
 			return 0;
-		else
-			return -1;
+		p = end + 1;
 	}
+	return -1;
 }
 
 int kr_online_cpus(cpu_set_t *set)
@@ -547,31 +459,19 @@ int kr_pin_self(int cpu)
 	return sched_setaffinity(0, sizeof(s), &s);
 }
 
+/* SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5, DEADLINE 6 */
 const char *kr_policy_name(int policy)
 {
-	switch (policy) {
-	case SCHED_OTHER: return "SCHED_OTHER";
-	case SCHED_FIFO: return "SCHED_FIFO";
-	case SCHED_RR: return "SCHED_RR";
-	case SCHED_BATCH: return "SCHED_BATCH";
-	case SCHED_IDLE: return "SCHED_IDLE";
-	case 6: return "SCHED_DEADLINE";
-	}
-	return "SCHED_?";
+	static const char *const n[] = { "SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH",
+					 "SCHED_?", "SCHED_IDLE", "SCHED_DEADLINE" };
+	return policy >= 0 && policy < 7 ? n[policy] : "SCHED_?";
 }
 
 /* as ps -o cls prints it */
 const char *kr_policy_short(int policy)
 {
-	switch (policy) {
-	case SCHED_OTHER: return "TS";
-	case SCHED_FIFO: return "FF";
-	case SCHED_RR: return "RR";
-	case SCHED_BATCH: return "B";
-	case SCHED_IDLE: return "IDL";
-	case 6: return "DLN";
-	}
-	return "?";
+	static const char *const n[] = { "TS", "FF", "RR", "B", "?", "IDL", "DLN" };
+	return policy >= 0 && policy < 7 ? n[policy] : "?";
 }
 
 int kr_set_sched(pid_t tid, int policy, int prio)
@@ -583,61 +483,45 @@ int kr_set_sched(pid_t tid, int policy, int prio)
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t a;
-	int r;
+	struct sched_param sp = { .sched_priority = prio };
+	cpu_set_t s;
 
-	pthread_attr_init(&a);
 	/* unpinned means every usable CPU (the process affinity at start), not the caller's
 	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
-	cpu_set_t s;
-	if (cpu >= 0) {
-		CPU_ZERO(&s);
+	CPU_ZERO(&s);
+	if (cpu >= 0)
 		CPU_SET(cpu, &s);
-	} else {
+	else
 		kr_usable_cpus(&s);
-	}
+	pthread_attr_init(&a);
 	pthread_attr_setaffinity_np(&a, sizeof(s), &s);
 	/* the policy is in place before the thread's first instruction */
-	struct sched_param sp = { .sched_priority = prio };
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&a, policy);
 	pthread_attr_setschedparam(&a, &sp);
-	r = pthread_create(t, &a, fn, arg);
+	int r = pthread_create(t, &a, fn, arg);
 	pthread_attr_destroy(&a);
-	if (r) {
-		errno = r;
-		return -1;
-	}
-	return 0;
+	errno = r;
+	return r ? -1 : 0;
 }
 
-/* ---- watchdog ---- */
-#define KR_WATCHDOG_GRACE_NS 200000000LL
-
+/* ---- watchdog: a SCHED_FIFO 99 thread, unpinned, that no RT burner below 99 starves ---- */
 struct kr_watchdog {
 	pthread_t thread;
 	pid_t tid;
-	int64_t deadline;
-	int pipefd[2];
+	int64_t until; /* the deadline + 200 ms of grace */
+	int pipefd[2]; /* a write disarms it */
 	int fired;
 };
 
 static void *watchdog_main(void *arg)
 {
 	struct kr_watchdog *w = arg;
-	int64_t until = w->deadline + KR_WATCHDOG_GRACE_NS;
+	struct pollfd p = { .fd = w->pipefd[0], .events = POLLIN };
 
-	for (;;) {
-		int64_t left = until - kr_now_ns();
-		if (left <= 0)
-			break;
-		struct timespec ts = { left / 1000000000LL, left % 1000000000LL };
-		fd_set fds;
-		FD_ZERO(&fds);
-		FD_SET(w->pipefd[0], &fds);
-		struct timeval tv = { ts.tv_sec, ts.tv_nsec / 1000 };
-		if (select(w->pipefd[0] + 1, &fds, NULL, NULL, &tv) > 0)
+	for (int64_t left; (left = w->until - kr_now_ns()) > 0;)
+		if (poll(&p, 1, (int)(left / 1000000) + 1) > 0)
 			return NULL; /* disarmed */
-	}
 	/* the RT loop overran its deadline: take its priority away */
 	kr_set_sched(w->tid, SCHED_OTHER, 0);
 	w->fired = 1;
@@ -648,20 +532,16 @@ struct kr_watchdog *kr_watchdog_arm(pid_t tid, int64_t deadline_ns)
 {
 	struct kr_watchdog *w = calloc(1, sizeof(*w));
 
-	if (!w || pipe2(w->pipefd, O_CLOEXEC) < 0) {
-		free(w);
-		return NULL;
-	}
-	w->tid = tid;
-	w->deadline = deadline_ns;
-	/* SCHED_FIFO 99 and unpinned: no RT burner below 99 can starve it */
-	if (kr_thread_start(&w->thread, -1, SCHED_FIFO, 99, watchdog_main, w) < 0) {
+	if (w && pipe2(w->pipefd, O_CLOEXEC) == 0) {
+		w->tid = tid;
+		w->until = deadline_ns + 200000000;
+		if (kr_thread_start(&w->thread, -1, SCHED_FIFO, 99, watchdog_main, w) == 0)
+			return w;
 		close(w->pipefd[0]);
 		close(w->pipefd[1]);
-		free(w);
-		return NULL;
 	}
-	return w;
+	free(w);
+	return NULL;
 }
 
 int kr_watchdog_disarm(struct kr_watchdog *w)
