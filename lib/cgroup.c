@@ -25,45 +25,49 @@ static bool list_has_word(const char *list, const char *word, char sep)
 	return false;
 }
 
+/* copy the line at *p into line (cut to fit) and move *p past it; false at the end */
+static bool get_line(const char **p, char *line, size_t len)
+{
+	size_t n = *p ? strcspn(*p, "\n") : 0;
+
+	if (!*p || !**p)
+		return false;
+	snprintf(line, len, "%.*s", (int)n, *p);
+	*p += n + ((*p)[n] == '\n');
+	return true;
+}
+
 int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg)
 {
+	char line[2048], mnt[256], fstype[64], opts[1024], *dash;
+
 	memset(cg, 0, sizeof(*cg));
-	for (const char *l = mountinfo; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		char line[2048], mnt[256], fstype[64], opts[1024];
-		size_t len = strcspn(l, "\n");
-		if (len >= sizeof(line))
-			continue;
-		memcpy(line, l, len);
-		line[len] = 0;
+	while (get_line(&mountinfo, line, sizeof(line))) {
 		/* "id parent maj:min root mountpoint options [optional...] - fstype source superopts" */
-		char *dash = strstr(line, " - ");
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		if (!(dash = strstr(line, " - ")) || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
 		    sscanf(dash + 3, "%63s %*s %1023s", fstype, opts) != 2)
 			continue;
-		if (!strcmp(fstype, "cgroup2") && !cg->v2[0]) {
+		bool v1 = !strcmp(fstype, "cgroup");
+		if (!strcmp(fstype, "cgroup2") && !cg->v2[0])
 			snprintf(cg->v2, sizeof(cg->v2), "%s", mnt);
-		} else if (!strcmp(fstype, "cgroup")) {
-			if (list_has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
-				snprintf(cg->v1_cpu, sizeof(cg->v1_cpu), "%s", mnt);
-			if (list_has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
-				snprintf(cg->v1_cpuacct, sizeof(cg->v1_cpuacct), "%s", mnt);
-		}
+		if (v1 && list_has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
+			snprintf(cg->v1_cpu, sizeof(cg->v1_cpu), "%s", mnt);
+		if (v1 && list_has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
+			snprintf(cg->v1_cpuacct, sizeof(cg->v1_cpuacct), "%s", mnt);
 	}
 	return cg->v2[0] || cg->v1_cpu[0] || cg->v1_cpuacct[0] ? 0 : -1;
 }
 
 int kr_cgroups_find(struct kr_cgroups *cg)
 {
-	static char text[256 * 1024];
-	char path[300], ctl[512];
+	char path[300], ctl[512], *text = kr_read_text("/proc/self/mountinfo");
 
-	if (kr_read_file("/proc/self/mountinfo", text, sizeof(text)) < 0)
+	if (!text)
 		return -1;
 	int r = kr_cgroups_parse(text, cg);
-	if (cg->v2[0]) {
-		snprintf(path, sizeof(path), "%s/cgroup.controllers", cg->v2);
-		cg->v2_cpu = kr_read_file(path, ctl, sizeof(ctl)) >= 0 && list_has_word(ctl, "cpu", ' ');
-	}
+	free(text);
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", cg->v2);
+	cg->v2_cpu = cg->v2[0] && kr_read_file(path, ctl, sizeof(ctl)) >= 0 && list_has_word(ctl, "cpu", ' ');
 	return r;
 }
 
@@ -133,34 +137,25 @@ static void *rt_probe(void *arg)
 int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
 		       size_t flen, char *group, size_t glen)
 {
+	char line[1024], *c1, *c2;
 	int found = -1;
 
 	*file = *group = 0;
-	for (const char *l = proc_cgroup; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		char line[1024], *c1, *c2;
-		size_t len = strcspn(l, "\n");
-		if (len >= sizeof(line))
-			continue;
-		memcpy(line, l, len);
-		line[len] = 0;
+	while (get_line(&proc_cgroup, line, sizeof(line))) {
 		/* "hierarchy-id:controller,list:/path" */
-		if (!(c1 = strchr(line, ':')) || !(c2 = strchr(c1 + 1, ':')))
+		if (!(c1 = strchr(line, ':')) || !(c2 = strchr(c1 + 1, ':')) || c2[1] != '/')
 			continue;
-		*c2 = 0;
-		const char *ctls = c1 + 1, *path = c2 + 1;
+		*c2++ = 0;
 		const char *mnt = NULL;
 		int kind = 0;
-		if (*path != '/')
-			continue;
-		if (cg->v1_cpu[0] && list_has_word(ctls, "cpu", ','))
+		if (cg->v1_cpu[0] && list_has_word(c1 + 1, "cpu", ','))
 			mnt = cg->v1_cpu, kind = 1;
-		else if (!*ctls && cg->v2[0] && !cg->v1_cpu[0] && found < 0)
+		else if (!c1[1] && cg->v2[0] && !cg->v1_cpu[0] && found < 0)
 			mnt = cg->v2, kind = 2; /* v2 has no rt files; the file may be absent */
 		if (!mnt)
 			continue;
-		snprintf(file, flen, "%s%s%scpu.rt_runtime_us", mnt, path,
-			 path[1] ? "/" : "");
-		snprintf(group, glen, "%s", path);
+		snprintf(file, flen, "%s%s%scpu.rt_runtime_us", mnt, c2, c2[1] ? "/" : "");
+		snprintf(group, glen, "%s", c2);
 		found = kind;
 		if (kind == 1)
 			break;
@@ -170,9 +165,8 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
 
 int kr_rt_check(int prio, char *reason, size_t len)
 {
-	static char text[16384];
 	struct kr_cgroups cg;
-	char file[700], group[512], val[64];
+	char file[700], group[512], val[64], *text = NULL;
 	pthread_t t;
 
 	/* the truth: can a thread of this process be SCHED_FIFO prio? */
@@ -187,18 +181,19 @@ int kr_rt_check(int prio, char *reason, size_t len)
 	}
 	/* CONFIG_RT_GROUP_SCHED: a group without RT runtime refuses SCHED_FIFO with EPERM,
 	 * even to root (new v1 cpu groups start with cpu.rt_runtime_us 0) */
-	if (kr_cgroups_find(&cg) == 0 && kr_read_file("/proc/self/cgroup", text, sizeof(text)) >= 0) {
-		int kind = kr_rt_runtime_file(text, &cg, file, sizeof(file), group, sizeof(group));
-		if (kind == 1 && kr_read_file(file, val, sizeof(val)) >= 0 && atol(val) == 0) {
-			snprintf(reason, len, "no RT time: cpu.rt_runtime_us=0 in cgroup %s", group);
-			return KR_EXIT_SKIP_MACHINE;
-		}
-		char cfg[8];
-		if (kind == 2 && strcmp(group, "/") && kr_kconfig("CONFIG_RT_GROUP_SCHED", cfg, sizeof(cfg)) == 1) {
-			snprintf(reason, len, "no RT time in v2 cgroup %s (RT_GROUP_SCHED: "
-				 "rt_runtime_us=0)", group);
-			return KR_EXIT_SKIP_MACHINE;
-		}
+	int kind = -1;
+	char cfg[8];
+	if (kr_cgroups_find(&cg) == 0 && (text = kr_read_text("/proc/self/cgroup")))
+		kind = kr_rt_runtime_file(text, &cg, file, sizeof(file), group, sizeof(group));
+	free(text);
+	if (kind == 1 && kr_read_file(file, val, sizeof(val)) >= 0 && atol(val) == 0) {
+		snprintf(reason, len, "no RT time: cpu.rt_runtime_us=0 in cgroup %s", group);
+		return KR_EXIT_SKIP_MACHINE;
+	}
+	if (kind == 2 && strcmp(group, "/") && kr_kconfig("CONFIG_RT_GROUP_SCHED", cfg, sizeof(cfg)) == 1) {
+		snprintf(reason, len, "no RT time in v2 cgroup %s (RT_GROUP_SCHED: "
+			 "rt_runtime_us=0)", group);
+		return KR_EXIT_SKIP_MACHINE;
 	}
 	snprintf(reason, len, "needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= %d) for SCHED_FIFO", prio);
 	return KR_EXIT_SKIP_MACHINE;

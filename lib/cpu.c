@@ -45,26 +45,20 @@ int kr_usable_cpus(cpu_set_t *set)
 int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int want,
 			 int *victim, int *other)
 {
-	int v = want;
-
 	*victim = *other = -1;
-	/* the default victim is a housekeeping CPU when there is one: the kernel refuses RPS
-	 * to isolated CPUs (and nohz_full ones are set aside for a reason) */
-	if (v < 0 && avoid)
-		for (v = CPU_SETSIZE - 1; v >= 0 && !(CPU_ISSET(v, usable) && !CPU_ISSET(v, avoid));
-		     v--)
-			;
-	if (v < 0)
-		for (v = CPU_SETSIZE - 1; v >= 0 && !CPU_ISSET(v, usable); v--)
-			;
-	if (v < 0 || v >= CPU_SETSIZE || !CPU_ISSET(v, usable))
+	/* the default victim is the highest usable CPU, a housekeeping one when there is one:
+	 * the kernel refuses RPS to isolated CPUs (and nohz_full ones are set aside for a
+	 * reason) */
+	for (int pass = 0; want < 0 && pass < 2; pass++)
+		for (int c = CPU_SETSIZE - 1; c >= 0 && want < 0; c--)
+			if (CPU_ISSET(c, usable) && (pass || !avoid || !CPU_ISSET(c, avoid)))
+				want = c;
+	if (want < 0 || want >= CPU_SETSIZE || !CPU_ISSET(want, usable))
 		return -1;
-	*victim = v;
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (c != v && CPU_ISSET(c, usable)) {
+	*victim = want;
+	for (int c = CPU_SETSIZE - 1; c >= 0; c--) /* the lowest other one */
+		if (c != want && CPU_ISSET(c, usable))
 			*other = c;
-			break;
-		}
 	return 0;
 }
 
@@ -87,31 +81,32 @@ int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 	cpu_set_t avoid, s;
 
 	read_isolation(nohz, iso);
-	CPU_ZERO(&avoid);
-	if (*nohz && kr_cpulist_parse(nohz, &s) == 0)
-		CPU_OR(&avoid, &avoid, &s);
-	if (*iso && kr_cpulist_parse(iso, &s) == 0)
-		CPU_OR(&avoid, &avoid, &s);
+	kr_cpulist_parse(nohz, &avoid); /* "": empty */
+	kr_cpulist_parse(iso, &s);
+	CPU_OR(&avoid, &avoid, &s);
 	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
+}
+
+/* the online and the usable CPUs as lists */
+static void cpu_lists(cpu_set_t *online, cpu_set_t *usable, char *on, char *us, size_t len)
+{
+	kr_online_cpus(online);
+	kr_usable_cpus(usable);
+	kr_format_cpulist(online, on, len);
+	kr_format_cpulist(usable, us, len);
 }
 
 const char *kr_cpus_unusable(char *buf, size_t len)
 {
-	cpu_set_t online, usable, out;
+	cpu_set_t online, usable;
 	char on[256], us[256], iso[ISOLATION_LEN], nohz[ISOLATION_LEN];
 
-	kr_online_cpus(&online);
-	kr_usable_cpus(&usable);
-	CPU_XOR(&out, &online, &usable);
-	kr_format_cpulist(&online, on, sizeof(on));
-	kr_format_cpulist(&usable, us, sizeof(us));
+	cpu_lists(&online, &usable, on, us, sizeof(on));
 	read_isolation(nohz, iso);
-	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s", us, on,
-		 CPU_COUNT(&out) ? " (affinity: cpuset, taskset" : "",
-		 CPU_COUNT(&out) && *iso ? ", isolcpus" : "", CPU_COUNT(&out) ? ")" : "",
-		 *iso ? "; isolated " : "", iso);
-	if (*nohz)
-		snprintf(buf + strlen(buf), len - strlen(buf), "; nohz_full %s", nohz);
+	bool aff = !CPU_EQUAL(&online, &usable);
+	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s", us, on,
+		 aff ? " (affinity: cpuset, taskset" : "", aff && *iso ? ", isolcpus" : "",
+		 aff ? ")" : "", *iso ? "; isolated " : "", iso, *nohz ? "; nohz_full " : "", nohz);
 	return buf;
 }
 
@@ -120,10 +115,7 @@ int kr_cpu_check(const char *opt, int cpu)
 	cpu_set_t online, usable;
 	char on[256], us[256];
 
-	kr_online_cpus(&online);
-	kr_usable_cpus(&usable);
-	kr_format_cpulist(&online, on, sizeof(on));
-	kr_format_cpulist(&usable, us, sizeof(us));
+	cpu_lists(&online, &usable, on, us, sizeof(on));
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &online))
 		return kr_usage_error("%s: CPU %d is not online (online CPUs: %s)", opt, cpu, on);
 	if (!CPU_ISSET(cpu, &usable))
@@ -163,46 +155,36 @@ int kr_nr_cpu_ids(void)
 {
 	char buf[4096];
 	cpu_set_t possible, online;
-	int last = -1;
+	int last = 0;
 
-	if (kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf)) < 0 ||
-	    kr_cpulist_parse(buf, &possible) < 0)
-		kr_online_cpus(&possible);
+	if (kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf)) < 0)
+		buf[0] = 0;
+	kr_cpulist_parse(buf, &possible);
 	kr_online_cpus(&online);
 	CPU_OR(&possible, &possible, &online);
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &possible))
-			last = c;
-	return last + 1;
+			last = c + 1;
+	return last;
 }
 
 char *kr_format_cpumask(const cpu_set_t *set, int nbits, char *buf, size_t len)
 {
-	int top = -1;
+	size_t o = 0;
 
-	if (!len) {
-		errno = ENOSPC;
-		return NULL;
-	}
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, set))
-			top = c;
 	if (nbits <= 0)
 		nbits = kr_nr_cpu_ids();
-	if (nbits > CPU_SETSIZE)
-		nbits = CPU_SETSIZE;
-	if (nbits <= top)
-		nbits = top + 1;
-	int words = nbits > 0 ? (nbits + 31) / 32 : 1;
-	size_t o = 0;
+	for (int c = nbits; c < CPU_SETSIZE; c++) /* widened to hold the highest set CPU */
+		if (CPU_ISSET(c, set))
+			nbits = c + 1;
+	nbits = nbits < CPU_SETSIZE ? nbits : CPU_SETSIZE;
 	/* most significant word first, the later ones zero-padded to 8 digits, as the
 	 * kernel prints (and bitmap_parse reads) rps_cpus and smp_affinity */
-	for (int w = words - 1; w >= 0; w--) {
+	for (int w = (nbits + 31) / 32 - 1; w >= 0; w--) {
 		uint32_t v = 0;
 		for (int b = 0; b < 32; b++)
-			if (w * 32 + b < CPU_SETSIZE && CPU_ISSET(w * 32 + b, set))
-				v |= 1u << b;
-		int n = snprintf(buf + o, len - o, w == words - 1 ? "%x" : ",%08x", v);
+			v |= CPU_ISSET(w * 32 + b, set) ? 1u << b : 0;
+		int n = snprintf(buf + o, len - o, o ? ",%08x" : "%x", v);
 		if (n < 0 || (size_t)n >= len - o) {
 			errno = ENOSPC;
 			return NULL;

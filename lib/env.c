@@ -15,17 +15,12 @@
 
 static void read_cpu_model(char *buf, size_t len)
 {
-	static char text[64 * 1024];
+	char *text = kr_read_text("/proc/cpuinfo"), *p = text ? strstr(text, "model name") : NULL;
 
-	snprintf(buf, len, "unknown");
-	if (kr_read_file("/proc/cpuinfo", text, sizeof(text)) < 0)
-		return;
-	char *p = strstr(text, "model name");
-	if (!p || !(p = strchr(p, ':')))
-		return;
-	p += 1 + strspn(p + 1, " \t");
-	size_t n = strcspn(p, "\n");
-	snprintf(buf, len, "%.*s", (int)n, p);
+	if (p && (p = strchr(p, ':')))
+		p += 1 + strspn(p + 1, " \t");
+	snprintf(buf, len, "%.*s", p ? (int)strcspn(p, "\n") : 7, p ? p : "unknown");
+	free(text);
 }
 
 static void env_file(const char *key, const char *path)

@@ -27,13 +27,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static int netns_self(void)
+{
+	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+}
+
 int kr_netns_enter(int nsfd)
 {
-	int prev = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int prev = netns_self();
 
-	if (prev < 0)
-		return -1;
-	if (setns(nsfd, CLONE_NEWNET) < 0) {
+	if (prev >= 0 && setns(nsfd, CLONE_NEWNET) < 0) {
 		int e = errno;
 		close(prev);
 		errno = e;
@@ -44,28 +47,34 @@ int kr_netns_enter(int nsfd)
 
 int kr_netns_leave(int prevfd)
 {
-	int r = setns(prevfd, CLONE_NEWNET);
-	int e = errno;
+	int r = setns(prevfd, CLONE_NEWNET), e = errno;
 
 	close(prevfd);
 	errno = e;
 	return r;
 }
 
-int kr_netns_socket(int nsfd, int domain, int type, int proto)
+/* back from a namespace entered for one call: a thread stuck in the wrong namespace would
+ * be worse than a failed call */
+static void netns_back(int prevfd)
 {
-	int prev = kr_netns_enter(nsfd);
-
-	if (prev < 0)
-		return -1;
-	int s = socket(domain, type | SOCK_CLOEXEC, proto);
 	int e = errno;
-	if (kr_netns_leave(prev) < 0) {
-		/* a thread stuck in the wrong namespace would be worse than a failed call */
+
+	if (kr_netns_leave(prevfd) < 0) {
 		perror("krepro: cannot return to the original network namespace");
 		abort();
 	}
 	errno = e;
+}
+
+int kr_netns_socket(int nsfd, int domain, int type, int proto)
+{
+	int prev = kr_netns_enter(nsfd), s = -1;
+
+	if (prev >= 0) {
+		s = socket(domain, type | SOCK_CLOEXEC, proto);
+		netns_back(prev);
+	}
 	return s;
 }
 
@@ -97,28 +106,15 @@ static int netns_link_up(int nsfd, const char *ifname)
 
 int kr_netns_new(void)
 {
-	int prev = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int prev = netns_self(), fd = -1;
 
 	if (prev < 0)
 		return -1;
-	if (unshare(CLONE_NEWNET) < 0) {
+	if (unshare(CLONE_NEWNET) == 0)
+		fd = netns_self();
+	netns_back(prev);
+	if (fd >= 0 && netns_link_up(fd, "lo") < 0) {
 		int e = errno;
-		close(prev);
-		errno = e;
-		return -1;
-	}
-	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	int e = errno;
-	if (kr_netns_leave(prev) < 0) {
-		perror("krepro: cannot return to the original network namespace");
-		abort();
-	}
-	if (fd < 0) {
-		errno = e;
-		return -1;
-	}
-	if (netns_link_up(fd, "lo") < 0) {
-		e = errno;
 		close(fd);
 		errno = e;
 		return -1;
@@ -263,51 +259,38 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 /* ---- sysfs of a namespace: a child mounts its own sysfs inside the namespace ---- */
 static int netns_sysfs_io(int nsfd, const char *relpath, const char *value, char *buf, size_t len)
 {
-	char path[512];
-	int pfd[2];
+	char path[512], tmp[4096];
+	int pfd[2], st;
+	ssize_t n = 0;
+	pid_t pid;
 
 	snprintf(path, sizeof(path), "/sys/%s", relpath);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		close(pfd[0]);
-		if (setns(nsfd, CLONE_NEWNET) < 0 || unshare(CLONE_NEWNS) < 0 ||
-		    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
-		    mount("sysfs", "/sys", "sysfs", 0, NULL) < 0)
-			_exit(errno & 0x7f);
-		int fd = open(path, value ? O_WRONLY : O_RDONLY);
-		if (fd < 0)
-			_exit(errno & 0x7f);
-		if (value) {
-			if (write(fd, value, strlen(value)) < 0)
-				_exit(errno & 0x7f);
-		} else {
-			char tmp[4096];
-			ssize_t n = read(fd, tmp, sizeof(tmp));
-			if (n < 0 || write(pfd[1], tmp, (size_t)n) < 0)
-				_exit(errno & 0x7f);
-		}
-		_exit(0);
+	if ((pid = fork()) == 0) {
+		int fd = -1;
+		/* one write() of at most PIPE_BUF bytes: the parent reads it whole */
+		if (setns(nsfd, CLONE_NEWNET) == 0 && unshare(CLONE_NEWNS) == 0 &&
+		    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
+		    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0 &&
+		    (fd = open(path, value ? O_WRONLY : O_RDONLY)) >= 0 &&
+		    (value ? write(fd, value, strlen(value)) : (n = read(fd, tmp, sizeof(tmp)))) >= 0 &&
+		    write(pfd[1], tmp, (size_t)n) >= 0)
+			_exit(0);
+		_exit(errno & 0x7f);
 	}
 	close(pfd[1]);
-	size_t off = 0;
-	ssize_t n;
-	while (buf && off + 1 < len && (n = read(pfd[0], buf + off, len - 1 - off)) > 0)
-		off += (size_t)n;
-	if (buf) {
-		buf[off] = 0;
-		while (off && buf[off - 1] == '\n')
-			buf[--off] = 0;
+	if (pid > 0 && buf) {
+		n = read(pfd[0], buf, len - 1);
+		for (n = n < 0 ? 0 : n; n && buf[n - 1] == '\n'; n--)
+			;
+		buf[n] = 0;
 	}
 	close(pfd[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		errno = WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
+	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		errno = pid < 0 ? errno : WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
 		return -1;
 	}
 	return 0;
