@@ -95,9 +95,8 @@ static int netns_ifreq(int nsfd, const char *ifname, unsigned long req, struct i
 
 static int netns_link_up(int nsfd, const char *ifname)
 {
-	struct ifreq ifr;
+	struct ifreq ifr = { 0 };
 
-	memset(&ifr, 0, sizeof(ifr));
 	if (netns_ifreq(nsfd, ifname, SIOCGIFFLAGS, &ifr) < 0)
 		return -1;
 	ifr.ifr_flags |= IFF_UP;
@@ -124,17 +123,14 @@ int kr_netns_new(void)
 
 int kr_netns_ifindex(int nsfd, const char *ifname)
 {
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
+	struct ifreq ifr = { 0 };
 	return netns_ifreq(nsfd, ifname, SIOCGIFINDEX, &ifr) < 0 ? -1 : ifr.ifr_ifindex;
 }
 
 int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd)
 {
-	struct ifreq ifr;
+	struct ifreq ifr = { 0 };
 
-	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_data = cmd;
 	return netns_ifreq(nsfd, ifname, SIOCETHTOOL, &ifr);
 }
@@ -178,24 +174,16 @@ static int nl_talk(int nsfd, struct nlbuf *b)
 {
 	int s = kr_netns_socket(nsfd, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
 	char reply[4096];
+	struct nlmsghdr *h = (struct nlmsghdr *)reply;
+	ssize_t n = s < 0 || send(s, b->h, b->h->nlmsg_len, 0) < 0 ? -1 : recv(s, reply, sizeof(reply), 0);
+	int e = n < 0 ? errno : EIO;
 
-	if (s < 0)
-		return -1;
-	int r = -1, e = EIO;
-	if (send(s, b->h, b->h->nlmsg_len, 0) >= 0) {
-		ssize_t n = recv(s, reply, sizeof(reply), 0);
-		struct nlmsghdr *h = (struct nlmsghdr *)reply;
-		if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR) {
-			struct nlmsgerr *err = NLMSG_DATA(h);
-			e = -err->error;
-			r = err->error ? -1 : 0;
-		}
-	} else {
-		e = errno;
-	}
-	close(s);
+	if (s >= 0)
+		close(s);
+	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR)
+		e = -((struct nlmsgerr *)NLMSG_DATA(h))->error;
 	errno = e;
-	return r;
+	return e ? -1 : 0;
 }
 
 static int netns_add_address(int nsfd, const char *ifname, const char *cidr)
@@ -204,18 +192,13 @@ static int netns_add_address(int nsfd, const char *ifname, const char *cidr)
 	struct in_addr a;
 	unsigned prefix = 24;
 	struct nlbuf b;
+	int idx = kr_netns_ifindex(nsfd, ifname);
 
-	snprintf(ip, sizeof(ip), "%s", cidr);
-	char *slash = strchr(ip, '/');
-	if (slash) {
-		*slash = 0;
-		prefix = (unsigned)atoi(slash + 1);
-	}
-	if (inet_pton(AF_INET, ip, &a) != 1 || prefix > 32) {
+	if (sscanf(cidr, "%63[^/]/%u", ip, &prefix) < 1 || inet_pton(AF_INET, ip, &a) != 1 ||
+	    prefix > 32) {
 		errno = EINVAL;
 		return -1;
 	}
-	int idx = kr_netns_ifindex(nsfd, ifname);
 	if (idx < 0)
 		return -1;
 	struct ifaddrmsg *ifa = nl_start(&b, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));

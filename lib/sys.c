@@ -212,10 +212,12 @@ int kr_parse_proc_stat(const char *text, struct kr_cpu_times *all, struct kr_cpu
 	int found_all = 0, ncpu = 0;
 
 	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "cpu", 3))
+			continue;
 		char *end = (char *)p + 3;
 		long cpu = isdigit((unsigned char)p[3]) ? strtol(p + 3, &end, 10) : -1;
 		struct kr_cpu_times t = { 0 }, *to = cpu < 0 ? all : cpu < maxcpus && per ? &per[cpu] : NULL;
-		if (strncmp(p, "cpu", 3) || *end != ' ' || !to ||
+		if (*end != ' ' || !to ||
 		    sscanf(end, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
 			   " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &t.user, &t.nice, &t.system,
 			   &t.idle, &t.iowait, &t.irq, &t.softirq, &t.steal, &t.guest, &t.guest_nice) < 4)
