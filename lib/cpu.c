@@ -87,24 +87,17 @@ int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
 	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
 }
 
-/* the online and the usable CPUs as lists */
-static void cpu_lists(cpu_set_t *online, cpu_set_t *usable, char *on, char *us, size_t len)
-{
-	kr_online_cpus(online);
-	kr_usable_cpus(usable);
-	kr_format_cpulist(online, on, len);
-	kr_format_cpulist(usable, us, len);
-}
-
 const char *kr_cpus_unusable(char *buf, size_t len)
 {
 	cpu_set_t online, usable;
 	char on[256], us[256], iso[ISOLATION_LEN], nohz[ISOLATION_LEN];
 
-	cpu_lists(&online, &usable, on, us, sizeof(on));
+	kr_online_cpus(&online);
+	kr_usable_cpus(&usable);
 	read_isolation(nohz, iso);
 	bool aff = !CPU_EQUAL(&online, &usable);
-	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s", us, on,
+	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s",
+		 kr_format_cpulist(&usable, us, sizeof(us)), kr_format_cpulist(&online, on, sizeof(on)),
 		 aff ? " (affinity: cpuset, taskset" : "", aff && *iso ? ", isolcpus" : "",
 		 aff ? ")" : "", *iso ? "; isolated " : "", iso, *nohz ? "; nohz_full " : "", nohz);
 	return buf;
@@ -113,15 +106,16 @@ const char *kr_cpus_unusable(char *buf, size_t len)
 int kr_cpu_check(const char *opt, int cpu)
 {
 	cpu_set_t online, usable;
-	char on[256], us[256];
+	char list[256];
 
-	cpu_lists(&online, &usable, on, us, sizeof(on));
-	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &online))
-		return kr_usage_error("%s: CPU %d is not online (online CPUs: %s)", opt, cpu, on);
-	if (!CPU_ISSET(cpu, &usable))
-		return kr_usage_error("%s: CPU %d is outside this process's affinity "
-				      "(usable CPUs: %s)", opt, cpu, us);
-	return 0;
+	kr_online_cpus(&online);
+	kr_usable_cpus(&usable);
+	bool on = cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &online);
+	if (on && CPU_ISSET(cpu, &usable))
+		return 0;
+	kr_format_cpulist(on ? &usable : &online, list, sizeof(list));
+	return kr_usage_error(on ? "%s: CPU %d is outside this process's affinity (usable CPUs: %s)"
+			      : "%s: CPU %d is not online (online CPUs: %s)", opt, cpu, list);
 }
 
 /* nohz_full reads "(null)" on kernels built with NO_HZ_FULL but booted without it */

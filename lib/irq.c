@@ -93,22 +93,17 @@ static int interrupts_find(int irq, uint64_t *per_cpu, int max, char *name, size
 int kr_parse_per_cpu_count(const char *text, uint64_t *per_cpu, int max)
 {
 	int n = 0;
-	const char *p = text;
 
-	for (;;) {
+	for (const char *p = text;; n++) {
 		char *end;
 		if (!isdigit((unsigned char)*p))
 			return -1;
 		unsigned long long v = strtoull(p, &end, 10);
 		if (n < max)
 			per_cpu[n] = v;
-		n++;
-		if (*end == ',')
-			p = end + 1;
-		else if (!*end || *end == '\n')
-			return n;
-		else
-			return -1;
+		if (*end != ',')
+			return !*end || *end == '\n' ? n + 1 : -1;
+		p = end + 1;
 	}
 }
 

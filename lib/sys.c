@@ -68,24 +68,17 @@ double kr_percentile(const double *sorted, size_t n, double p)
 
 void kr_stats(double *v, size_t n, struct kr_stats *s)
 {
-	memset(s, 0, sizeof(*s));
-	s->n = n;
-	if (!n) {
-		s->min = s->max = s->mean = s->stdev = s->median = NAN;
-		return;
-	}
-	qsort(v, n, sizeof(double), cmp_double_asc);
-	double sum = 0;
+	double sum = 0, ss = 0;
+
+	if (n)
+		qsort(v, n, sizeof(double), cmp_double_asc);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
-	s->mean = sum / (double)n;
-	double ss = 0;
+	*s = (struct kr_stats){ .n = n, .min = n ? v[0] : NAN, .max = n ? v[n - 1] : NAN,
+				.mean = n ? sum / (double)n : NAN, .median = kr_percentile(v, n, 50) };
 	for (size_t i = 0; i < n; i++)
 		ss += (v[i] - s->mean) * (v[i] - s->mean);
-	s->stdev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0;
-	s->min = v[0];
-	s->max = v[n - 1];
-	s->median = kr_percentile(v, n, 50);
+	s->stdev = n > 1 ? sqrt(ss / (double)(n - 1)) : n ? 0 : NAN;
 }
 
 void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins)
