@@ -214,6 +214,25 @@ static void test_relative_entry_is_a_failure(void **state)
 	unlink(jpath);
 }
 
+/* Gone things are not failures (a task that exited, a file removed with its namespace, a
+ * NIC unplugged); an entry this version does not know is one, and a value keeps its tabs. */
+static void test_gone_and_unknown_entries(void **state)
+{
+	char jpath[700];
+	(void)state;
+	put("tabbed", "old");
+	snprintf(jpath, sizeof(jpath), "%s/journal.test", dir);
+	FILE *f = fopen(jpath, "w");
+	assert_non_null(f);
+	fprintf(f, "krepro-journal\t1\t1\tx\nsched\t999999\t12345\t0\t0\n"
+		"write\t/nonexistent-krepro-dir/x\tv\nhwtstamp\tkrepro-nonic0\t0\t0\n"
+		"bogus\tx\nwrite\t%s/tabbed\ta\tb\n\n", dir);
+	fclose(f);
+	assert_int_equal(kr_journal_restore_file(jpath, true), 1);
+	assert_string_equal(get("tabbed"), "a\tb");
+	unlink(jpath);
+}
+
 static void *idle_thread(void *arg)
 {
 	int *stop = arg;
@@ -274,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_sched_entry),
 		cmocka_unit_test(test_relative_path_restored_elsewhere),
 		cmocka_unit_test(test_relative_entry_is_a_failure),
+		cmocka_unit_test(test_gone_and_unknown_entries),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
