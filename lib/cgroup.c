@@ -15,13 +15,9 @@ static bool list_has_word(const char *list, const char *word, char sep)
 {
 	size_t n = strlen(word);
 
-	for (const char *p = list; p && *p;) {
-		const char *e = strchr(p, sep);
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len == n && !strncmp(p, word, n))
+	for (const char *p = list; p; p = strchr(p, sep), p = p ? p + 1 : NULL)
+		if (!strncmp(p, word, n) && (p[n] == sep || !p[n]))
 			return true;
-		p = e ? e + 1 : NULL;
-	}
 	return false;
 }
 

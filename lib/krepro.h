@@ -406,8 +406,6 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
  * Namespaces are held by file descriptors only, never mounted, so they vanish with the
  * process, even after SIGKILL. */
 int kr_netns_new(void);		       /* returns an fd of a new, empty network namespace */
-int kr_netns_enter(int nsfd);	       /* calling thread; returns the previous ns fd */
-int kr_netns_leave(int prevfd);	       /* back to prevfd and close it */
 int kr_netns_socket(int nsfd, int domain, int type, int proto); /* a socket in nsfd */
 /* veth pair: name_a in ns_a, name_b in ns_b; addresses "10.1.2.1/24" (may be NULL);
  * both ends and lo up. */

@@ -32,49 +32,29 @@ static int netns_self(void)
 	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 }
 
-int kr_netns_enter(int nsfd)
-{
-	int prev = netns_self();
-
-	if (prev >= 0 && setns(nsfd, CLONE_NEWNET) < 0) {
-		int e = errno;
-		close(prev);
-		errno = e;
-		return -1;
-	}
-	return prev;
-}
-
-int kr_netns_leave(int prevfd)
-{
-	int r = setns(prevfd, CLONE_NEWNET), e = errno;
-
-	close(prevfd);
-	errno = e;
-	return r;
-}
-
-/* back from a namespace entered for one call: a thread stuck in the wrong namespace would
- * be worse than a failed call */
+/* back from a namespace entered for one call, prevfd closed: a thread stuck in the wrong
+ * namespace would be worse than a failed call */
 static void netns_back(int prevfd)
 {
 	int e = errno;
 
-	if (kr_netns_leave(prevfd) < 0) {
+	if (setns(prevfd, CLONE_NEWNET) < 0) {
 		perror("krepro: cannot return to the original network namespace");
 		abort();
 	}
+	close(prevfd);
 	errno = e;
 }
 
 int kr_netns_socket(int nsfd, int domain, int type, int proto)
 {
-	int prev = kr_netns_enter(nsfd), s = -1;
+	int prev = netns_self(), s = -1;
 
-	if (prev >= 0) {
+	if (prev < 0)
+		return -1;
+	if (setns(nsfd, CLONE_NEWNET) == 0)
 		s = socket(domain, type | SOCK_CLOEXEC, proto);
-		netns_back(prev);
-	}
+	netns_back(prev);
 	return s;
 }
 
