@@ -23,13 +23,19 @@ static void read_cpu_model(char *buf, size_t len)
 	free(text);
 }
 
+/* the file's content, or dflt when it cannot be read */
+static char *file_or(const char *path, char *buf, size_t len, const char *dflt)
+{
+	if (kr_read_file(path, buf, len) < 0)
+		snprintf(buf, len, "%s", dflt);
+	return buf;
+}
+
 static void env_file(const char *key, const char *path)
 {
 	char val[512];
 
-	if (kr_read_file(path, val, sizeof(val)) < 0)
-		snprintf(val, sizeof(val), "(absent)");
-	kr_env(key, "%s", val);
+	kr_env(key, "%s", file_or(path, val, sizeof(val), "(absent)"));
 }
 
 static void env_config(const char *const *options)
@@ -177,11 +183,9 @@ static void env_irq_affinity(void)
 		      strstr(name, "TxRx") || strstr(name, "ahci")))
 			continue;
 		snprintf(p, sizeof(p), "/proc/irq/%d/effective_affinity_list", irqs[i]);
-		if (kr_read_file(p, aff, sizeof(aff)) < 0)
-			snprintf(aff, sizeof(aff), "?");
 		if (o < sizeof(out) - 80)
 			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s=%s", o ? " " : "",
-					      name, aff);
+					      name, file_or(p, aff, sizeof(aff), "?"));
 	}
 	kr_env("irq_affinity", "%s", o ? out : "(no network or block device IRQs found)");
 }
@@ -191,12 +195,9 @@ static void env_memory(void)
 	char thp[128], defrag[128], hp[32], text[8192];
 	uint64_t hsize = 0, total = 0;
 
-	if (kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp)) < 0)
-		snprintf(thp, sizeof(thp), "(absent)");
-	if (kr_read_file("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof(defrag)) < 0)
-		snprintf(defrag, sizeof(defrag), "(absent)");
-	if (kr_read_file("/proc/sys/vm/nr_hugepages", hp, sizeof(hp)) < 0)
-		snprintf(hp, sizeof(hp), "?");
+	file_or("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp), "(absent)");
+	file_or("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof(defrag), "(absent)");
+	file_or("/proc/sys/vm/nr_hugepages", hp, sizeof(hp), "?");
 	if (kr_read_file("/proc/meminfo", text, sizeof(text)) > 0) {
 		kr_kv_get(text, "Hugepagesize", &hsize);
 		kr_kv_get(text, "MemTotal", &total);
@@ -250,9 +251,8 @@ static void env_cpufreq(void)
 	}
 	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver",
 		 env_measured_cpu);
-	if (kr_read_file(p, drv, sizeof(drv)) < 0)
-		snprintf(drv, sizeof(drv), "?");
-	kr_env("cpufreq", "cpu%d: driver %s, governor %s", env_measured_cpu, drv, gov);
+	kr_env("cpufreq", "cpu%d: driver %s, governor %s", env_measured_cpu,
+	       file_or(p, drv, sizeof(drv), "?"), gov);
 }
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a
@@ -301,11 +301,9 @@ static void env_add_knob(const char *spec)
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_rt_throttling)
 	} else if (!strcmp(spec, "group:rt_throttling")) {
 		char rt[32], period[32];
-		if (kr_read_file("/proc/sys/kernel/sched_rt_runtime_us", rt, sizeof(rt)) < 0)
-			snprintf(rt, sizeof(rt), "?");
-		if (kr_read_file("/proc/sys/kernel/sched_rt_period_us", period, sizeof(period)) < 0)
-			snprintf(period, sizeof(period), "?");
-		kr_env("rt_throttling", "sched_rt_runtime_us %s of sched_rt_period_us %s", rt, period);
+		kr_env("rt_throttling", "sched_rt_runtime_us %s of sched_rt_period_us %s",
+		       file_or("/proc/sys/kernel/sched_rt_runtime_us", rt, sizeof(rt), "?"),
+		       file_or("/proc/sys/kernel/sched_rt_period_us", period, sizeof(period), "?"));
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_irq_affinity)
 	} else if (!strcmp(spec, "group:irq_affinity")) {
