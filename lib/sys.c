@@ -248,25 +248,17 @@ long kr_user_hz(void)
 /* ---- /proc/PID/schedstat and stat ---- */
 int kr_parse_schedstat(const char *text, struct kr_schedstat *s)
 {
-	unsigned long long a, b, c;
-
-	if (sscanf(text, "%llu %llu %llu", &a, &b, &c) != 3)
-		return -1;
-	*s = (struct kr_schedstat){ a, b, c };
-	return 0;
+	return sscanf(text, "%" SCNu64 " %" SCNu64 " %" SCNu64, &s->run_ns, &s->wait_ns,
+		      &s->slices) == 3 ? 0 : -1;
 }
 
 int kr_read_schedstat(pid_t pid, pid_t tid, struct kr_schedstat *s)
 {
 	char path[64], buf[128];
 
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	if (kr_read_file(path, buf, sizeof(buf)) < 0)
-		return -1;
-	return kr_parse_schedstat(buf, s);
+	/* /proc/PID/schedstat is the thread group leader's, as task/PID/schedstat */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)(tid ? tid : pid));
+	return kr_read_file(path, buf, sizeof(buf)) < 0 ? -1 : kr_parse_schedstat(buf, s);
 }
 
 int kr_parse_taskstat(const char *text, struct kr_taskstat *t)
