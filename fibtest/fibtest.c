@@ -33,13 +33,12 @@
 #define MAX_THREADS 1024
 #define WORKER_BURST_NS 1200000	  /* workers: 1.2 ms of CPU per wake */
 
+/* the options; -1: not given (run() sets the workload's default; --slice: none) */
 static struct {
-	int workload;		/* 0 fibtest, 1 workers; -1: not given */
-	long fast, slow;	/* -1: the workload's default */
-	long iterations;	/* per slow burst; -1: default; 0: WORKER_BURST_NS of CPU */
-	int64_t quota_ns, period_ns; /* -1: default */
-	int64_t burst_ns, warmup_ns;
-	long slice_us;		/* -1: leave the sysctl alone */
+	int workload;		     /* 0 fibtest, 1 workers */
+	long fast, slow, iterations; /* iterations per slow burst; 0: WORKER_BURST_NS of CPU */
+	int64_t quota_ns, period_ns, burst_ns, warmup_ns;
+	long slice_us;
 	double max_efficiency;
 } cfg = { -1, -1, -1, -1, -1, -1, 0, 300000000, -1, 0.90 };
 
@@ -83,20 +82,19 @@ struct cpu_stat {
 /* cpu.stat by key: v1 gives throttled_time in ns, v2 throttled_usec and usage_usec in us */
 static int parse_cpu_stat(const char *text, struct cpu_stat *s)
 {
-	uint64_t v;
+	uint64_t us;
 
 	memset(s, 0, sizeof(*s));
+	if (kr_kv_get(text, "usage_usec", &us) == 0)
+		s->usage_ns = us * 1000;
+	if (kr_kv_get(text, "throttled_time", &s->throttled_ns) < 0) {
+		if (kr_kv_get(text, "throttled_usec", &us) < 0)
+			return -1;
+		s->throttled_ns = us * 1000;
+	}
 	if (kr_kv_get(text, "nr_periods", &s->nr_periods) < 0 ||
 	    kr_kv_get(text, "nr_throttled", &s->nr_throttled) < 0)
 		return -1;
-	if (kr_kv_get(text, "throttled_time", &v) == 0)
-		s->throttled_ns = v;
-	else if (kr_kv_get(text, "throttled_usec", &v) == 0)
-		s->throttled_ns = v * 1000;
-	else
-		return -1;
-	if (kr_kv_get(text, "usage_usec", &v) == 0)
-		s->usage_ns = v * 1000;
 	return 0;
 }
 
@@ -262,26 +260,6 @@ static int setup_v2(const char *root)
 	return 0;
 }
 
-/* v2 cpu.max or v1 cfs_quota_us + cfs_period_us, the weight and the burst */
-static int set_limits(void)
-{
-	long q = (long)(cfg.quota_ns / 1000), p = (long)(cfg.period_ns / 1000);
-	long b = (long)(cfg.burst_ns / 1000);
-
-	if (grp.v2 ? cg_set(grp.cpu, "cpu.max", "%ld %ld", q, p) < 0
-		   : cg_set(grp.cpu, "cpu.cfs_period_us", "%ld", p) < 0 ||
-			     cg_set(grp.cpu, "cpu.cfs_quota_us", "%ld", q) < 0)
-		return -1;
-	/* the largest weight: other load on the machine must not look like lost quota */
-	if (cg_set(grp.cpu, grp.v2 ? "cpu.weight" : "cpu.shares", "%d", grp.v2 ? 10000 : 262144))
-		return -1;
-	/* an absent burst file (before v5.14) is fine when no burst is asked for */
-	if (cg_set(grp.cpu, grp.v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", "%ld", b) < 0 &&
-	    (b || errno != ENOENT))
-		return -1;
-	return 0;
-}
-
 /* threads listed in a group (v1 "tasks", v2 "cgroup.threads"), -1 if unreadable */
 static int group_threads(const char *dir)
 {
@@ -392,6 +370,8 @@ static double median(double *v, int n)
 /* the group, in every hierarchy that holds cpu or cpuacct, with the quota */
 static int setup_group(const struct kr_cgroups *cg)
 {
+	long q = (long)(cfg.quota_ns / 1000), p = (long)(cfg.period_ns / 1000);
+	long b = (long)(cfg.burst_ns / 1000);
 	int r;
 
 	if (grp.v2 && (r = setup_v2(cg->v2)))
@@ -408,7 +388,15 @@ static int setup_group(const struct kr_cgroups *cg)
 			return r;
 	}
 	attach_to[0] = grp.cpu;
-	if (set_limits() < 0)
+	if (grp.v2 ? cg_set(grp.cpu, "cpu.max", "%ld %ld", q, p) < 0
+		   : cg_set(grp.cpu, "cpu.cfs_period_us", "%ld", p) < 0 ||
+			     cg_set(grp.cpu, "cpu.cfs_quota_us", "%ld", q) < 0)
+		return kr_error("cannot set the quota of %s: %s", grp.cpu, strerror(errno));
+	/* the largest weight: other load on the machine must not look like lost quota;
+	 * an absent burst file (before v5.14) is fine when no burst is asked for */
+	if (cg_set(grp.cpu, grp.v2 ? "cpu.weight" : "cpu.shares", "%d", grp.v2 ? 10000 : 262144) ||
+	    (cg_set(grp.cpu, grp.v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", "%ld", b) < 0 &&
+	     (b || errno != ENOENT)))
 		return kr_error("cannot set the quota of %s: %s", grp.cpu, strerror(errno));
 	return 0;
 }
@@ -534,9 +522,8 @@ static int run(const struct kr_opts *o)
 	kr_say("quota %.2f ms per %.2f ms period = %.2f CPU; %ld fast + %ld slow",
 	       (double)cfg.quota_ns / 1e6, (double)cfg.period_ns / 1e6, quota_cpu, cfg.fast,
 	       cfg.slow);
-	kr_say("%s", "");
-	kr_say("window periods throttled thr.time   usage allowed effic. steal");
-	kr_say("            #         %%       ms      ms      ms              %%");
+	kr_say("\nwindow periods throttled thr.time   usage allowed effic. steal\n"
+	       "            #         %%       ms      ms      ms              %%");
 
 	/* windows: one with steal above the limit does not count and is retried. The
 	 * figures of the conclusive ones, from index 0 (the first window's if none is) */
@@ -566,8 +553,7 @@ static int run(const struct kr_opts *o)
 	double throttled = nconc ? median(thr, nconc) : thr[0];
 	double efficiency = nconc ? median(eff, nconc) : eff[0];
 	double run_s = (double)cfg.warmup_ns / 1e9 + nwin * o->duration_s;
-	kr_say("%s", "");
-	kr_say("usage %.2f CPU of %.2f CPU allowed; throttled in %.1f%% of periods",
+	kr_say("\nusage %.2f CPU of %.2f CPU allowed; throttled in %.1f%% of periods",
 	       efficiency * quota_cpu, quota_cpu, throttled);
 	kr_say("iterations: fast %.3g/s, slow bursts %.3g/s (whole run)",
 	       (double)fast_iterations / run_s, (double)slow_bursts / run_s);
