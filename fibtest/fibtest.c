@@ -123,12 +123,8 @@ static atomic_int attach_errors;
 static const char *attach_to[2]; /* the cpu group, and v1's separate cpuacct group or NULL */
 static _Atomic uint64_t fast_iterations, slow_bursts;
 
-struct worker {
-	pthread_t thread;
-	bool fast;
-	clockid_t clock;
-};
-static struct worker *workers;
+static pthread_t threads[MAX_THREADS]; /* the first cfg.fast are the fast ones */
+static clockid_t clocks[MAX_THREADS];  /* their CPU clocks */
 static int nworkers;
 
 /* Fibonacci steps; the asm keeps the compiler from folding the loop away */
@@ -154,15 +150,15 @@ static uint64_t clock_ns(clockid_t c)
 
 static void *worker_main(void *arg)
 {
-	struct worker *w = arg;
+	int i = (int)(intptr_t)arg;
 
-	for (int i = 0; i < 2; i++)
-		if (attach_to[i] && kr_cgroup_attach_tid(attach_to[i], kr_gettid()) < 0)
+	for (int g = 0; g < 2; g++)
+		if (attach_to[g] && kr_cgroup_attach_tid(attach_to[g], kr_gettid()) < 0)
 			atomic_fetch_add(&attach_errors, 1);
-	pthread_getcpuclockid(pthread_self(), &w->clock);
+	pthread_getcpuclockid(pthread_self(), &clocks[i]);
 	pthread_barrier_wait(&start_line);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		if (w->fast) {
+		if (i < cfg.fast) {
 			fib_steps(10000);
 			atomic_fetch_add_explicit(&fast_iterations, 10000, memory_order_relaxed);
 			continue;
@@ -301,7 +297,7 @@ static int take_snapshot(struct snapshot *s)
 	} else { /* no cpuacct: the threads' own CPU clocks add up to the same */
 		s->usage_ns = 0;
 		for (int i = 0; i < nworkers; i++)
-			s->usage_ns += clock_ns(workers[i].clock);
+			s->usage_ns += clock_ns(clocks[i]);
 	}
 	return kr_read_proc_stat(&s->cpu, NULL, 0) < 0 ? -1 : 0;
 }
@@ -408,15 +404,12 @@ static int start_workers(const int *cpu_list, int ncpus)
 	if (grp.v2 && kr_cgroup_attach_pid(grp.domain, getpid()) < 0)
 		return kr_error("cannot move into %s: %s", grp.domain, strerror(errno));
 	nworkers = (int)(cfg.fast + cfg.slow);
-	workers = calloc((size_t)nworkers, sizeof(*workers));
-	if (!workers || pthread_barrier_init(&start_line, NULL, (unsigned)nworkers + 1))
+	if (pthread_barrier_init(&start_line, NULL, (unsigned)nworkers + 1))
 		return kr_error("out of memory");
-	for (int i = 0; i < nworkers; i++) {
-		workers[i].fast = i < cfg.fast;
-		if (kr_thread_start(&workers[i].thread, cpu_list[i % ncpus], SCHED_OTHER, 0,
-				    worker_main, &workers[i]) < 0)
+	for (int i = 0; i < nworkers; i++)
+		if (kr_thread_start(&threads[i], cpu_list[i % ncpus], SCHED_OTHER, 0, worker_main,
+				    (void *)(intptr_t)i) < 0)
 			return kr_error("cannot start thread %d: %s", i, strerror(errno));
-	}
 	pthread_barrier_wait(&start_line);
 	if (attach_errors)
 		return kr_error("%d thread(s) could not join %s", (int)attach_errors, grp.cpu);
@@ -548,7 +541,7 @@ static int run(const struct kr_opts *o)
 	}
 	atomic_store(&stop, true);
 	for (int i = 0; i < nworkers; i++)
-		pthread_join(workers[i].thread, NULL);
+		pthread_join(threads[i], NULL);
 
 	double throttled = nconc ? median(thr, nconc) : thr[0];
 	double efficiency = nconc ? median(eff, nconc) : eff[0];
