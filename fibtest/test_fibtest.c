@@ -138,6 +138,27 @@ static void test_v2_enable_refusal(void **state)
 	assert_null(v2_enable_refusal(ENOMEM));
 }
 
+/* a parse callback returns 0 or -1 (--workload's index goes into cfg, not back), and
+ * the values land in cfg in its units */
+static void test_parse_options(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(0, "workers"), 0);
+	assert_int_equal(cfg.workload, 1);
+	assert_int_equal(parse(0, "fibtest"), 0);
+	assert_int_equal(cfg.workload, 0);
+	assert_int_equal(parse(0, "nope"), -1);
+	assert_int_equal(parse(4, "5ms"), 0);
+	assert_true(cfg.quota_ns == 5000000);
+	assert_int_equal(parse(5, "100000"), 0); /* bare numbers in us */
+	assert_true(cfg.period_ns == 100000000);
+	assert_int_equal(parse(8, "0"), 0);
+	assert_true(cfg.warmup_ns == 0);
+	assert_int_equal(parse(9, "0.8"), 0);
+	assert_true(cfg.max_efficiency == 0.8);
+	assert_int_equal(parse(5, "0"), -1); /* below 1 ms */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_parse_v2),
 		cmocka_unit_test(test_parse_by_key),
 		cmocka_unit_test(test_v2_enable_refusal),
+		cmocka_unit_test(test_parse_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
