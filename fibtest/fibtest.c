@@ -181,7 +181,7 @@ static void *worker_main(void *arg)
 
 static struct {
 	bool v2;
-	char cpu[300], acct[300]; /* group directories; acct "" when usage comes from v2 */
+	char cpu[300], acct[300]; /* acct: v1 cpuacct.usage here; "" on v2 or without it */
 	char domain[280];	  /* v2: the domain holding the process and the threaded group */
 } grp;
 
@@ -441,9 +441,8 @@ static int run(const struct kr_opts *o)
 	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cg.v1_cpu);
 	if (!grp.v2 && access(path, F_OK) < 0)
 		return kr_skip(125, "needs CONFIG_CFS_BANDWIDTH (no %s)", path);
-	if (o->cpus_set)
-		cpus = o->cpus;
-	else
+	cpus = o->cpus;
+	if (!o->cpus_set)
 		kr_usable_cpus(&cpus); /* affinity (cpusets) x online */
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &cpus))
@@ -472,10 +471,8 @@ static int run(const struct kr_opts *o)
 	kr_param("workload", "%s", wk ? "workers" : "fibtest");
 	kr_param("fast", "%ld", cfg.fast);
 	kr_param("threads", "%ld", cfg.slow);
-	if (cfg.iterations)
-		kr_param("iterations", "%ld", cfg.iterations);
-	else
-		kr_param("burst_cpu_us", "%d", WORKER_BURST_NS / 1000);
+	kr_param(cfg.iterations ? "iterations" : "burst_cpu_us", "%ld",
+		 cfg.iterations ? cfg.iterations : WORKER_BURST_NS / 1000);
 	kr_param("cpus", "%s", kr_format_cpulist(&cpus, cpubuf, sizeof(cpubuf)));
 	kr_param("quota_us", "%lld", (long long)(cfg.quota_ns / 1000));
 	kr_param("period_us", "%lld", (long long)(cfg.period_ns / 1000));
