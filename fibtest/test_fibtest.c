@@ -7,6 +7,8 @@
 #define main fibtest_main
 #include "fibtest.c"
 #undef main
+/* the rule alone: a window without steal */
+#define fibtest_rule(t, e, limit, max_eff) window_verdict(t, e, 0, limit, max_eff)
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,7 +91,7 @@ static void test_parse_v1(void **state)
 	assert_true(s.nr_periods == 10);
 	assert_true(s.nr_throttled == 10);
 	assert_true(s.throttled_ns == 890502560ULL); /* v1 is in ns */
-	assert_false(s.has_usage);		      /* v1 usage comes from cpuacct */
+	assert_true(s.usage_ns == 0); /* v1 usage comes from cpuacct */
 }
 
 static void test_parse_v2(void **state)
@@ -100,7 +102,6 @@ static void test_parse_v2(void **state)
 	assert_true(s.nr_periods == 200);
 	assert_true(s.nr_throttled == 197);
 	assert_true(s.throttled_ns == 979337000ULL); /* v2 is in us */
-	assert_true(s.has_usage);
 	assert_true(s.usage_ns == 1003190000ULL);
 }
 
@@ -137,6 +138,27 @@ static void test_v2_enable_refusal(void **state)
 	assert_null(v2_enable_refusal(ENOMEM));
 }
 
+/* a parse callback returns 0 or -1 (--workload's index goes into cfg, not back), and
+ * the values land in cfg in its units */
+static void test_parse_options(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(0, "workers"), 0);
+	assert_int_equal(cfg.workload, 1);
+	assert_int_equal(parse(0, "fibtest"), 0);
+	assert_int_equal(cfg.workload, 0);
+	assert_int_equal(parse(0, "nope"), -1);
+	assert_int_equal(parse(4, "5ms"), 0);
+	assert_true(cfg.quota_ns == 5000000);
+	assert_int_equal(parse(5, "100000"), 0); /* bare numbers in us */
+	assert_true(cfg.period_ns == 100000000);
+	assert_int_equal(parse(8, "0"), 0);
+	assert_true(cfg.warmup_ns == 0);
+	assert_int_equal(parse(9, "0.8"), 0);
+	assert_true(cfg.max_efficiency == 0.8);
+	assert_int_equal(parse(5, "0"), -1); /* below 1 ms */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_parse_v2),
 		cmocka_unit_test(test_parse_by_key),
 		cmocka_unit_test(test_v2_enable_refusal),
+		cmocka_unit_test(test_parse_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
