@@ -54,7 +54,6 @@ static int64_t opt_gap_ns = 1000;  /* probe: a clock step above this is lost tim
 static bool opt_ksoftirqd_fifo = true;
 
 /* ---- the verdict rule ---- */
-/* ---- the verdict rule ---- */
 
 /* NET_RX ran in a thread of the victim CPU (thread_ms, traffic - baseline) more than on irq
  * exit (lost_ms): the probe then lost the hardirq side (IPIs, wakeups), charged on any kernel */
@@ -657,10 +656,10 @@ static int run(const struct kr_opts *o)
 /* ---- options ---- */
 
 static const struct kr_option options[] = {
-	{ "rate", "PPS", "packets per second in the busy measurement (default 60000)" },
-	{ "idle-rate", "PPS", "packets per second in the idle-CPU measurement (default 15000)" },
-	{ "min-lost", "MS", "softirq loss in ms/s needed to judge (default 50)" },
-	{ "gap", "NS", "a probe clock step above this is lost time (default 1000 ns)" },
+	{ "rate", "PPS", "busy load in packets/s (default 60000)" },
+	{ "idle-rate", "PPS", "idle-CPU load in packets/s (default 15000)" },
+	{ "min-lost", "MS", "ms/s of softirq loss to judge (default 50)" },
+	{ "gap", "NS", "clock step counted as lost (default 1000 ns)" },
 	{ "ksoftirqd", "fifo|leave", "ksoftirqd/CPU at SCHED_FIFO 1 (default fifo)" },
 	{ NULL, NULL, NULL },
 };
