@@ -91,15 +91,7 @@ static bool config_disagrees(enum kr_verdict v, int irqta)
 static _Atomic long traffic_rate; /* pps; 0 pauses the sender */
 static atomic_bool traffic_stop;
 static _Atomic unsigned long long packets_sent, packets_received;
-static unsigned long long rng_state;
-
-static double rng_uniform(void) /* (0, 1], xorshift64* */
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return ((rng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1.0p-53 + 0x1.0p-54;
-}
+static unsigned short rng[3]; /* erand48's state, from --seed */
 
 static void *sender_main(void *arg)
 {
@@ -117,7 +109,7 @@ static void *sender_main(void *arg)
 		if (next < now - 10000000)
 			next = now; /* resumed, or hopelessly late: restart the process */
 		/* exponential gaps: never in step with the tick (HZ) */
-		next += (int64_t)(-log(rng_uniform()) * 1e9 / (double)rate);
+		next += (int64_t)(-log(1.0 - erand48(rng)) * 1e9 / (double)rate);
 		if (next - now > 60000)
 			kr_sleep_until_ns(next - 30000);
 		while (kr_now_ns() < next)
@@ -466,7 +458,7 @@ static int run(const struct kr_opts *o)
 		return kr_error("pin to CPU %d: %s", other_cpu, strerror(errno));
 	if ((rc = setup_network(&tx_sock, &rx_sock)) != 0)
 		return rc;
-	rng_state = (seed + 1) * 0x9E3779B97F4A7C15ULL;
+	rng[0] = (unsigned short)seed, rng[1] = (unsigned short)(seed >> 16), rng[2] = (unsigned short)(seed >> 32);
 	if (kr_thread_start(&sender, other_cpu, SCHED_OTHER, 0, sender_main, &tx_sock) < 0)
 		return kr_error("sender thread: %s", strerror(errno));
 	if (kr_thread_start(&receiver, other_cpu, SCHED_OTHER, 0, receiver_main, &rx_sock) < 0) {
