@@ -82,13 +82,13 @@ static void metric_of_both_accounting_modes(void **state)
 static void noirqtime_on_the_cmdline(void **state)
 {
 	(void)state;
-	assert_true(cmdline_noirqtime("tsc=noirqtime"));
-	assert_true(cmdline_noirqtime("ro quiet tsc=noirqtime console=ttyS0"));
-	assert_true(cmdline_noirqtime("tsc=reliable tsc=noirqtime"));
-	assert_false(cmdline_noirqtime("tsc=reliable panic=-1"));
-	assert_false(cmdline_noirqtime("foo.tsc=noirqtime"));
-	assert_false(cmdline_noirqtime("tsc=noirqtimex")); /* the kernel would not take it */
-	assert_false(cmdline_noirqtime(""));
+	assert_true(kr_cmdline_has("tsc=noirqtime", "tsc=noirqtime"));
+	assert_true(kr_cmdline_has("ro quiet tsc=noirqtime console=ttyS0", "tsc=noirqtime"));
+	assert_true(kr_cmdline_has("tsc=reliable tsc=noirqtime", "tsc=noirqtime"));
+	assert_false(kr_cmdline_has("tsc=reliable panic=-1", "tsc=noirqtime"));
+	assert_false(kr_cmdline_has("foo.tsc=noirqtime", "tsc=noirqtime"));
+	assert_false(kr_cmdline_has("tsc=noirqtimex", "tsc=noirqtime")); /* the kernel would not take it */
+	assert_false(kr_cmdline_has("", "tsc=noirqtime"));
 }
 
 /* 6.1 under TCG, ksoftirqd left at SCHED_OTHER behind the probe: NET_RX ran in ksoftirqd
