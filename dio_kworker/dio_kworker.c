@@ -731,25 +731,17 @@ static int dio_probe(int fd, int cpu, const struct dio_device *dev, struct dio_p
 
 static int dio_parse(int index, const char *arg)
 {
-	long l;
-	int c;
+	long l = 0;
+	int c = 0;
 
+	if ((index == 2 && (c = kr_parse_choice("--extents", arg, "unwritten|written")) < 0) ||
+	    (index == 3 && kr_parse_long("--iodepth", arg, 1, 256, &l) < 0))
+		return -1;
 	switch (index) {
-	case 0:
-		cfg.dir = arg;
-		return *arg ? 0 : kr_usage_error("--dir: expected a directory");
-	case 1:
-		return kr_parse_size("--size", arg, 16ULL << 20, 64ULL << 30, &cfg.size);
-	case 2:
-		if ((c = kr_parse_choice("--extents", arg, "unwritten|written")) < 0)
-			return -1;
-		cfg.written = c == 1;
-		return 0;
-	case 3:
-		if (kr_parse_long("--iodepth", arg, 1, 256, &l) < 0)
-			return -1;
-		cfg.iodepth = (int)l;
-		return 0;
+	case 0: cfg.dir = arg; return *arg ? 0 : kr_usage_error("--dir: expected a directory");
+	case 1: return kr_parse_size("--size", arg, 16ULL << 20, 64ULL << 30, &cfg.size);
+	case 2: cfg.written = c == 1; return 0;
+	case 3: cfg.iodepth = (int)l; return 0;
 	case 4: cfg.control = true; return 0;
 	case 5: cfg.sync = true; return 0;
 	}
@@ -776,7 +768,7 @@ static int dio_validate(const struct kr_opts *o)
 
 /* ---- the measurement ---- */
 
-/* SCHED_FIFO prio refused (e.g. a cgroup without RT runtime): SKIP or ERROR saying why */
+/* SCHED_FIFO prio refused: SKIP or ERROR saying why */
 static int dio_rt_check(int prio)
 {
 	char why[200];
@@ -961,16 +953,6 @@ static void dio_report(const struct dio_phase *ph, int np, int ccpu, bool irqs, 
 		kr_say("  control/baseline = %.3f", ph[2].iops / ph[0].iops);
 }
 
-static const char *dio_fs_name(long type)
-{
-	switch (type) {
-	case EXT4_SUPER_MAGIC: return "ext4";
-	case XFS_SUPER_MAGIC: return "xfs";
-	case BTRFS_SUPER_MAGIC: return "btrfs";
-	default: return "other";
-	}
-}
-
 static int dio_prepare(const char *path, int *fdp)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
@@ -1027,7 +1009,9 @@ static int dio_run(const struct kr_opts *o)
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
 		"sysctl:kernel.io_uring_disabled", knob_rq, knob_sched, "config:CONFIG_HZ",
 		"config:CONFIG_PREEMPT", "config:CONFIG_SCHEDSTATS", NULL });
-	kr_env("filesystem", "%s on %s", dio_fs_name((long)sfs.f_type),
+	long fs = (long)sfs.f_type;
+	kr_env("filesystem", "%s on %s", fs == EXT4_SUPER_MAGIC ? "ext4" : fs == XFS_SUPER_MAGIC
+	       ? "xfs" : fs == BTRFS_SUPER_MAGIC ? "btrfs" : "other",
 	       strncmp(dev.chain, "btrfs -> ", 9) ? dev.chain : dev.chain + 9);
 	kr_param("dir", "%s", cfg.dir);
 	kr_param("size", "%llu MiB", (unsigned long long)(cfg.size >> 20));
