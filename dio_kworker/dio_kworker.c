@@ -385,6 +385,12 @@ struct dio_worker {
 	int err;
 	bool unguarded;	 /* RT: no watchdog could be armed, so never go RT */
 	bool rt_refused; /* RT: sched_setscheduler failed */
+	pthread_t th;
+	struct kr_watchdog *wd;
+	struct io_uring ring; /* io_uring: the writes in flight, their buffers and times */
+	int inflight;
+	char *bufs;
+	int64_t *sent;
 };
 
 static void *dio_alloc_buffers(int n)
@@ -422,16 +428,22 @@ static void dio_worker_demote(struct dio_worker *w)
  * plugs batches above two SQEs: the writes then wait for each other's ext4 work, reach
  * the device together (virtio-blk: ~30 per interrupt), and device and CPU take turns;
  * batched, the baseline was 0.70-0.80 of fio's IOPS here. */
-static int dio_submit_write(struct io_uring *ring, struct dio_worker *w, char *buf, int slot)
+static bool dio_submit_write(struct dio_worker *w, int slot, int64_t now)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
 	int r;
 
-	io_uring_prep_write(sqe, w->fd, buf, DIO_BLOCK, (uint64_t)dio_next_offset(&offsets));
+	w->sent[slot] = now;
+	io_uring_prep_write(sqe, w->fd, w->bufs + (size_t)slot * DIO_BLOCK, DIO_BLOCK,
+			    (uint64_t)dio_next_offset(&offsets));
 	io_uring_sqe_set_data64(sqe, (uint64_t)slot);
-	while ((r = io_uring_submit(ring)) == -EINTR)
+	while ((r = io_uring_submit(&w->ring)) == -EINTR)
 		;
-	return r < 0 ? r : 0;
+	if (r < 0)
+		w->err = -r;
+	else
+		w->inflight++;
+	return r >= 0;
 }
 
 /* io_uring submitter: keeps iodepth writes in flight, the ring set up like fio's
@@ -441,34 +453,29 @@ static void *dio_uring_worker(void *arg)
 {
 	struct dio_worker *w = arg;
 	struct dio_phase *ph = w->ph;
-	struct io_uring ring;
-	int qd = cfg.iodepth, inflight = 0;
-	int64_t *sent = calloc((size_t)qd, sizeof(int64_t));
-	char *bufs = dio_alloc_buffers(qd);
-	int r = io_uring_queue_init((unsigned)qd, &ring, IORING_SETUP_COOP_TASKRUN |
+	struct io_uring *ring = &w->ring;
+	int qd = cfg.iodepth;
+	int r = io_uring_queue_init((unsigned)qd, ring, IORING_SETUP_COOP_TASKRUN |
 				    IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
 
 	if (r == -EINVAL) /* before 6.1 */
-		r = io_uring_queue_init((unsigned)qd, &ring, 0);
+		r = io_uring_queue_init((unsigned)qd, ring, 0);
+	w->sent = calloc((size_t)qd, sizeof(int64_t));
+	w->bufs = dio_alloc_buffers(qd);
 	dio_worker_start(w);
-	if (r < 0 || !sent || !bufs) {
+	if (r < 0 || !w->sent || !w->bufs) {
 		w->err = r < 0 ? -r : ENOMEM;
 		goto out;
 	}
 	bool stop = w->err != 0;
-	for (int i = 0; i < qd && !stop; i++) {
-		sent[i] = kr_now_ns();
-		if ((r = dio_submit_write(&ring, w, bufs + (size_t)i * DIO_BLOCK, i)) < 0)
-			w->err = -r, stop = true;
-		else
-			inflight++;
-	}
-	while (inflight > 0) {
+	for (int i = 0; i < qd && !stop; i++)
+		stop = !dio_submit_write(w, i, kr_now_ns());
+	while (w->inflight > 0) {
 		struct io_uring_cqe *cqe;
 		if (stop || !ph->rt)
-			r = io_uring_wait_cqe(&ring, &cqe);
+			r = io_uring_wait_cqe(ring, &cqe);
 		else
-			r = io_uring_cq_ready(&ring) ? 0 : io_uring_get_events(&ring);
+			r = io_uring_cq_ready(ring) ? 0 : io_uring_get_events(ring);
 		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
 			w->err = -r;
 			break;
@@ -479,33 +486,25 @@ static void *dio_uring_worker(void *arg)
 			dio_worker_demote(w); /* leave RT before draining */
 		}
 		unsigned head, seen = 0;
-		io_uring_for_each_cqe(&ring, head, cqe) {
+		io_uring_for_each_cqe(ring, head, cqe) {
 			int slot = (int)io_uring_cqe_get_data64(cqe);
 			seen++;
-			inflight--;
-			if (cqe->res != DIO_BLOCK) {
-				w->err = cqe->res < 0 ? -cqe->res : EIO;
-				stop = true;
-			} else if (now <= ph->end) {
+			w->inflight--;
+			if (cqe->res != DIO_BLOCK)
+				w->err = cqe->res < 0 ? -cqe->res : EIO, stop = true;
+			else if (now <= ph->end)
 				dio_sample_add(&w->s, (double)(now - ph->start) / 1e9,
-					       (double)(now - sent[slot]) / 1e3);
-			}
-			if (stop)
-				continue;
-			sent[slot] = now;
-			r = dio_submit_write(&ring, w, bufs + (size_t)slot * DIO_BLOCK, slot);
-			if (r < 0)
-				w->err = -r, stop = true;
-			else
-				inflight++;
+					       (double)(now - w->sent[slot]) / 1e3);
+			if (!stop)
+				stop = !dio_submit_write(w, slot, now);
 		}
-		io_uring_cq_advance(&ring, seen);
+		io_uring_cq_advance(ring, seen);
 	}
-	io_uring_queue_exit(&ring);
+	io_uring_queue_exit(ring);
 out:
 	dio_worker_demote(w);
-	free(sent);
-	free(bufs);
+	free(w->sent);
+	free(w->bufs);
 	return NULL;
 }
 
@@ -580,15 +579,14 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 {
 	int nw = cfg.sync ? cfg.iodepth : 1;
 	struct dio_worker *w = calloc((size_t)nw, sizeof(*w));
-	pthread_t *th = calloc((size_t)nw, sizeof(pthread_t)), mt;
-	struct kr_watchdog **wd = calloc((size_t)nw, sizeof(*wd));
+	pthread_t mt;
 	static struct dio_kwsnap kw_before, kw_after;
 	static uint64_t irq_before[KR_MAX_CPUS];
 	void *(*fn)(void *) = cfg.sync ? dio_sync_worker : dio_uring_worker;
 	pthread_barrier_t barrier;
 	int64_t len = (int64_t)(duration_s * 1e9);
 
-	if (!w || !th || !wd)
+	if (!w)
 		return ENOMEM;
 	if (ph->rt && len > RT_PHASE_MAX_NS)
 		len = RT_PHASE_MAX_NS;
@@ -606,12 +604,12 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	pthread_barrier_init(&barrier, NULL, (unsigned)nw + 1);
 	for (int i = 0; i < nw; i++) {
 		w[i] = (struct dio_worker){ .ph = ph, .barrier = &barrier, .fd = fd };
-		if (kr_thread_start(&th[i], ph->cpu, SCHED_OTHER, 0, fn, &w[i]) == 0)
+		if (kr_thread_start(&w[i].th, ph->cpu, SCHED_OTHER, 0, fn, &w[i]) == 0)
 			continue;
 		/* cannot pin there (the CPU went offline?): the worker still meets the
 		 * barrier, unpinned, and ends at once with the error */
 		w[i].err = errno;
-		if (kr_thread_start(&th[i], -1, SCHED_OTHER, 0, fn, &w[i]) < 0)
+		if (kr_thread_start(&w[i].th, -1, SCHED_OTHER, 0, fn, &w[i]) < 0)
 			abort(); /* the barrier would wait forever; the supervisor restores */
 	}
 	pthread_barrier_wait(&barrier);
@@ -619,13 +617,13 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 	ph->end = ph->start + len;
 	/* armed from this unpinned thread, so the watchdog is not pinned with the RT loop */
 	for (int i = 0; i < nw && ph->rt; i++)
-		if (!(wd[i] = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS)))
+		if (!(w[i].wd = kr_watchdog_arm(w[i].tid, ph->end + WATCHDOG_SLACK_NS)))
 			w[i].unguarded = ph->unguarded = true;
 	pthread_barrier_wait(&barrier);
 	for (int i = 0; i < nw; i++)
-		pthread_join(th[i], NULL);
+		pthread_join(w[i].th, NULL);
 	for (int i = 0; i < nw && ph->rt; i++)
-		kr_watchdog_disarm(wd[i]);
+		kr_watchdog_disarm(w[i].wd);
 	if (mitigate) {
 		atomic_store(&mitigator.stop, true);
 		pthread_join(mt, NULL);
@@ -647,8 +645,6 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int ccpu, const struct di
 		free(w[i].s.t_s);
 	}
 	free(w);
-	free(th);
-	free(wd);
 	ph->iops = (double)ph->s.n / ((double)(ph->end - ph->start) / 1e9);
 	return ph->err;
 }
