@@ -105,7 +105,7 @@ struct hw_cond {
 };
 
 static struct kr_idle_state states[HW_MAX_STATES];
-static int nstates, rx_cpu, tx_cpu, nconds, txfd = -1, rxfd = -1, pmqos_fd = -1;
+static int nstates, rx_cpu, tx_cpu, nconds, txfd = -1, rxfd = -1;
 static struct hw_cond conds[HW_MAX_CONDS];
 static struct hw_sample *samples;
 static double *buf, *abuf;
@@ -250,6 +250,7 @@ static void *spinner(void *arg)
 static int cond_set(const struct hw_cond *c, bool on)
 {
 	static pthread_t spin;
+	static int pmqos_fd = -1;
 	int32_t zero = 0;
 	char p[160];
 
@@ -413,7 +414,6 @@ static int reflect(const struct kr_opts *o)
 		n++;
 	}
 	close(fd);
-	kr_measure("reflected", (double)n);
 	kr_say("reflected %ld packets", n);
 	return kr_skip(KR_EXIT_SKIP_MACHINE, "listen mode reflected %ld packets (the verdict is the peer's)", n);
 }
@@ -629,8 +629,6 @@ static void report(const char *gov)
 			       conds[c].name, q.p50, q.p90, q.p99, q.max);
 			snprintf(key, sizeof(key), "%s_%.15s_p50_us", seg[g].key, conds[c].name);
 			kr_measure(key, q.p50);
-			snprintf(key, sizeof(key), "%s_%.15s_p99_us", seg[g].key, conds[c].name);
-			kr_measure(key, q.p99);
 		}
 		if (why)
 			kr_say("%-15s unavailable: %s", seg[g].name, why);
@@ -644,12 +642,9 @@ static void report(const char *gov)
 	for (int c = 0; nstates && c < nconds; c++) {
 		char line[128];
 		int len = snprintf(line, sizeof(line), "  %-12s", conds[c].name);
-		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++) {
+		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, " s%d %.2f", k,
 					per_packet(&conds[c], k));
-			snprintf(key, sizeof(key), "entries_state%d_%.15s", k, conds[c].name);
-			kr_measure(key, per_packet(&conds[c], k));
-		}
 		kr_say("%s", line);
 	}
 	/* per-state: which state costs latency */
@@ -661,8 +656,6 @@ static void report(const char *gov)
 		if (per_packet(&conds[c], k) > 0.1)
 			kr_say("  but state%d was still entered %.2f times per packet: governor %s\n"
 			       "  ignores 'disable'", k, per_packet(&conds[c], k), gov);
-		snprintf(key, sizeof(key), "saved_by_disabling_state%d_us", k);
-		kr_measure(key, d);
 	}
 }
 
@@ -672,7 +665,6 @@ static int judge(const struct kr_opts *o, bool have_states)
 	double late_us = (double)cfg.late_ns / 1000.0;
 	enum kr_verdict v[100];
 	int npass, nfail;
-	char key[64];
 
 	kr_say("%s", "");
 	kr_say("late: kernel->user above the awake p50 + %.0f us", late_us);
@@ -684,8 +676,6 @@ static int judge(const struct kr_opts *o, bool have_states)
 		if (o->repeat > 1)
 			kr_say("repeat %d: late idle %.1f%%, awake %.1f%% (> %.1f us): %+.1f%%",
 			       rep + 1, l.idle_pct, l.awake_pct, l.limit, l.added);
-		snprintf(key, sizeof(key), "late_added_repeat%d_pct", rep + 1);
-		kr_measure(key, l.added);
 	}
 	size_t ni = collect(0, -1, SEG_K2U, buf), na = collect(1, -1, SEG_K2U, abuf);
 	struct hw_late all = hwts_late(buf, ni, abuf, na, late_us);
@@ -694,12 +684,9 @@ static int judge(const struct kr_opts *o, bool have_states)
 	       all.awake_pct, all.limit);
 	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
 	       qi.p50 - qa.p50, qi.p90 - qa.p90, qi.p99 - qa.p99);
-	kr_measure("late_limit_us", all.limit);
 	kr_measure("late_idle_pct", all.idle_pct);
 	kr_measure("late_awake_pct", all.awake_pct);
 	kr_measure("added_by_idle_p50_us", qi.p50 - qa.p50);
-	kr_measure("added_by_idle_p90_us", qi.p90 - qa.p90);
-	kr_measure("added_by_idle_p99_us", qi.p99 - qa.p99);
 	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
 		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
 	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
