@@ -8,18 +8,14 @@
  * ~100 us on hosts whose C6 exit costs 290 us; disabling C6 cut the RTT by 85 %.
  *
  * A sender thread sends UDP packets every --spacing (10 ms: the receiver CPU goes idle)
- * to a receiver pinned to --cpu and blocked in recvmsg, over a veth pair between two
- * private network namespaces (or their loopback), or over a real interface to a reflector
- * on another host (--peer / --listen). Each packet is stamped: TX from the sender's error
- * queue (SCHED = qdisc, SOFTWARE = driver, HARDWARE = NIC; matched by OPT_ID), RX by the
- * kernel (SOFTWARE, HARDWARE) and by the receiver when recvmsg returns.
- *
- * Conditions with the same packet count, interleaved in ABBA rounds to cancel host drift:
- * "idle" (nothing else on the receiver CPU) and "awake": deep idle prevented by holding
- * /dev/cpu_dma_latency at 0 (PM QoS: the governor then only polls) or, where no cpuidle
- * state exists (idle is a plain HLT), by a SCHED_IDLE spinner on the receiver CPU.
- * --per-state adds one idle condition per cpuidle state with that state disabled.
- * The verdict counts the packets idling made late (hwts_late below).
+ * to a receiver pinned to --cpu, blocked in recvmsg, over veth between two private
+ * network namespaces (or their lo), or to "hwts --listen" on another host. Stamps: TX
+ * from the error queue (SCHED = qdisc, SOFTWARE = driver, HARDWARE = NIC; OPT_ID), RX by
+ * the kernel (SOFTWARE, HARDWARE) and by the receiver when recvmsg returns.
+ * Conditions with the same packet count, interleaved in ABBA rounds against host drift:
+ * "idle", and "awake": deep idle prevented by holding /dev/cpu_dma_latency at 0 (PM QoS:
+ * the governor only polls) or, with no cpuidle state (idle is HLT), by a SCHED_IDLE
+ * spinner on the CPU. --per-state: idle with each state disabled. Verdict: hwts_late.
  */
 #include "krepro.h"
 
