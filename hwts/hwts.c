@@ -3,23 +3,19 @@
  * Description: hwts - wakeup latency of CPU idle states, split with SO_TIMESTAMPING.
  *
  * A CPU that sleeps in a deep idle state between packets pays the state's exit latency
- * (C6: 100-300 us) before the woken receiver runs. The original investigation saw
- * kernel->user latency (recvmsg return minus the kernel's RX software timestamp) go from
- * ~10 us to ~100 us on hosts whose C6 exit costs 290 us; disabling C6 cut the RTT by 85 %.
+ * (C6: 100-300 us) before the woken receiver runs. In the original case kernel->user
+ * latency (recvmsg return minus the kernel's RX software stamp) went from ~10 us to
+ * ~100 us on hosts whose C6 exit costs 290 us; disabling C6 cut the RTT by 85 %.
  *
- * UDP packets go from a sender thread to a receiver thread pinned to --cpu and blocked in
- * recvmsg, across a veth pair between two private network namespaces (or their loopback),
- * or across a real interface to a reflector on another host (--peer / --listen). The
- * spacing (10 ms) lets the receiver CPU go idle. Each packet is stamped: TX in the sender's
- * error queue (SCHED = qdisc, SOFTWARE = driver, HARDWARE = NIC, matched by OPT_ID), RX by
+ * A sender thread sends UDP packets every --spacing (10 ms: the receiver CPU goes idle)
+ * to a receiver pinned to --cpu, blocked in recvmsg, over veth between two private
+ * network namespaces (or their lo), or to "hwts --listen" on another host. Stamps: TX
+ * from the error queue (SCHED = qdisc, SOFTWARE = driver, HARDWARE = NIC; OPT_ID), RX by
  * the kernel (SOFTWARE, HARDWARE) and by the receiver when recvmsg returns.
- *
- * Two conditions with the same packet count, interleaved in rounds to cancel host drift:
- * "idle" (nothing else on the receiver CPU) and "awake", where deep idle is prevented by
- * holding /dev/cpu_dma_latency at 0 (PM QoS: the governor then only polls), or, where no
- * cpuidle state exists to avoid (idle is a plain HLT), by a SCHED_IDLE spinner on the
- * receiver CPU. --per-state adds one "idle" run per cpuidle state with that state disabled.
- * The metric is the kernel->user p50 added by idling: p50(idle) - p50(awake).
+ * Conditions with the same packet count, interleaved in ABBA rounds against host drift:
+ * "idle", and "awake": deep idle prevented by holding /dev/cpu_dma_latency at 0 (PM QoS:
+ * the governor only polls) or, with no cpuidle state (idle is HLT), by a SCHED_IDLE
+ * spinner on the CPU. --per-state: idle with each state disabled. Verdict: hwts_late.
  */
 #include "krepro.h"
 
@@ -29,15 +25,12 @@
 #include <linux/errqueue.h>
 #include <linux/ethtool.h>
 #include <linux/net_tstamp.h>
-#include <linux/sockios.h>
 #include <math.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,49 +45,44 @@
  * wakeup: a few us), well below what C6 adds (the original: ~10 us rising to ~100 us with
  * a 290 us C6 exit). */
 #define HW_LATE_US 25.0
+/* The idle condition only says something when the CPU did idle between packets: entries
+ * into any cpuidle state per packet. A quiet CPU enters idle at least once in every gap
+ * (here 2.0-2.4 per packet); with other tasks on it, 0.03-0.63 were seen. */
+#define HW_MIN_IDLE_ENTRIES 0.9
 
 enum hw_path { HW_PATH_VETH, HW_PATH_LO, HW_PATH_IFACE };
 enum hw_awake { HW_AWAKE_AUTO, HW_AWAKE_PMQOS, HW_AWAKE_SPIN };
 enum hw_kind { HW_IDLE, HW_PMQOS, HW_SPIN, HW_NOSTATE };
 
 static struct {
-	enum hw_path path;
-	int64_t spacing_ns;
+	int path, awake; /* enum hw_path, enum hw_awake */
+	int64_t spacing_ns, late_ns;
 	long packets; /* per condition; 0: from --duration */
-	enum hw_awake awake;
 	bool per_state, listen;
 	const char *iface, *peer;
 	long port;
-	int64_t late_ns;
 } cfg = { .spacing_ns = 10000000, .port = 7469, .late_ns = (int64_t)(HW_LATE_US * 1000) };
 
 static const struct kr_option hwts_options[] = {
-	{ "path", "veth|lo", "packet path between two private namespaces (default veth)" },
-	{ "spacing", "DUR", "time between packets (default 10ms; 100us-1s)" },
-	{ "packets", "N", "packets per condition (default: --duration / 2 / spacing)" },
-	{ "awake", "auto|pmqos|spin", "how the awake condition keeps the CPU from idling" },
-	{ "per-state", NULL, "also run idle with each cpuidle state disabled in turn" },
-	{ "iface", "IF", "real interface toward --peer (hardware stamps if supported)" },
+	{ "path", "veth|lo", "path between two namespaces (default veth)" },
+	{ "spacing", "DUR", "time between packets (10ms; 100us-1s)" },
+	{ "packets", "N", "per condition (default --duration/2/spacing)" },
+	{ "awake", "auto|pmqos|spin", "how awake keeps the CPU from idling" },
+	{ "per-state", NULL, "also idle with each cpuidle state disabled" },
+	{ "iface", "IF", "real interface toward --peer (hardware stamps)" },
 	{ "peer", "IPV4", "address of a host running hwts --listen" },
-	{ "listen", NULL, "reflect packets back to their sender (the remote side)" },
-	{ "port", "N", "UDP port of --listen (default 7469; replies to port+1)" },
+	{ "listen", NULL, "reflect packets to their sender (remote side)" },
+	{ "port", "N", "UDP port of --listen (7469; replies to N+1)" },
 	{ "late", "DUR", "late: above the awake p50 + DUR (25us)" },
 	{ NULL, NULL, NULL },
 };
 
-struct hw_cond {
-	char name[16];
-	enum hw_kind kind;
-	int state;			   /* HW_NOSTATE: the disabled state */
-	uint64_t entries[HW_MAX_STATES];   /* state usage delta during its blocks */
-	long sent;
-};
-
-/* CLOCK_REALTIME ns stamps of one packet, 0 = not seen */
+/* CLOCK_REALTIME stamps of one packet (ns, 0 = not seen) */
+enum { T_SEND, T_SCHED, T_TXSW, T_TXHW, T_RXSW, T_RXHW, T_USER, NT };
 struct hw_sample {
 	int cond, rep;
 	bool warmup;
-	int64_t t_send, tx_sched, tx_sw, tx_hw, rx_sw, rx_hw, rx_user;
+	int64_t t[NT];
 };
 
 struct hw_pkt {
@@ -104,21 +92,26 @@ struct hw_pkt {
 	int64_t t_send;
 };
 
+struct hw_cond {
+	char name[16];
+	enum hw_kind kind;
+	int state;			 /* HW_NOSTATE: the disabled state */
+	uint64_t entries[HW_MAX_STATES]; /* state usage delta during its blocks */
+	long sent;
+};
+
 static struct kr_idle_state states[HW_MAX_STATES];
-static int nstates, rx_cpu, tx_cpu;
+static int nstates, rx_cpu, tx_cpu, nconds, txfd = -1, rxfd = -1;
 static struct hw_cond conds[HW_MAX_CONDS];
-static int nconds;
 static struct hw_sample *samples;
-static uint32_t nsamples;
+static double *buf, *abuf;
+static uint32_t nsamples, next_seq;
 static atomic_bool spin_stop, rx_stop;
-static int pmqos_fd = -1;
+static struct sockaddr_in dst;
+static char rx_if[IFNAMSIZ], hw_why[160];
+static bool hw_rx, hw_tx; /* hardware stamps on */
 
 /* ---- the verdict rule and its inputs (unit-tested) ---- */
-
-/* The idle condition only says something when the CPU did idle between packets: entries
- * into any cpuidle state per packet. A quiet CPU enters idle at least once in every gap
- * (here 2.0-2.4 per packet); with other tasks on it, 0.03-0.63 were seen. */
-#define HW_MIN_IDLE_ENTRIES 0.9
 
 /* share (%) of v[0..n) above limit */
 static double late_pct(const double *v, size_t n, double limit)
@@ -188,41 +181,29 @@ static bool hwts_has_idle_states(const struct kr_idle_state *st, int n)
 /* ---- options ---- */
 static int hwts_parse(int index, const char *arg)
 {
-	int i;
+	struct in_addr a;
 
 	switch (index) {
-	case 0:
-		if ((i = kr_parse_choice("--path", arg, "veth|lo")) < 0)
-			return -1;
-		cfg.path = (enum hw_path)i;
-		return 0;
+	case 0: return (cfg.path = kr_parse_choice("--path", arg, "veth|lo")) < 0 ? -1 : 0;
 	case 1:
 		return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000,
 					    &cfg.spacing_ns);
-	case 2:
-		return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
-	case 3:
-		if ((i = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0)
-			return -1;
-		cfg.awake = (enum hw_awake)i;
-		return 0;
+	case 2: return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
+	case 3: return (cfg.awake = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0 ? -1 : 0;
 	case 4: cfg.per_state = true; return 0;
 	case 5:
 		if (!*arg || strlen(arg) >= IFNAMSIZ)
 			return kr_usage_error("--iface: expected an interface name (< %d chars)", IFNAMSIZ);
 		cfg.iface = arg;
 		return 0;
-	case 6: {
-		struct in_addr a;
+	case 6:
 		if (inet_pton(AF_INET, arg, &a) != 1)
 			return kr_usage_error("--peer: expected an IPv4 address, got '%s'", arg);
 		cfg.peer = arg;
 		return 0;
-	}
 	case 7: cfg.listen = true; return 0;
 	case 8: return kr_parse_long("--port", arg, 1, 65534, &cfg.port);
-	case 9:
-		return kr_parse_duration_ns("--late", arg, "us", 1000, 100000000, &cfg.late_ns);
+	case 9: return kr_parse_duration_ns("--late", arg, "us", 1000, 100000000, &cfg.late_ns);
 	}
 	return -1;
 }
@@ -239,24 +220,19 @@ static int hwts_validate(const struct kr_opts *o)
 	return 0;
 }
 
-/* ---- cpuidle ---- */
-static void state_path(char *buf, size_t len, int cpu, int k, const char *file)
-{
-	kr_cpuidle_path(NULL, cpu, k, file, buf, len);
-}
-
-static void read_usage(int cpu, uint64_t *usage)
+/* ---- conditions ---- */
+/* entries[k] += sign * usage of the receiver CPU's state k (modulo 2^64: a later + cancels) */
+static void add_usage(uint64_t *entries, int sign)
 {
 	char p[160];
+	uint64_t u;
 
 	for (int k = 0; k < nstates; k++) {
-		state_path(p, sizeof(p), cpu, k, "usage");
-		if (kr_read_u64(p, &usage[k]) < 0)
-			usage[k] = 0;
+		kr_cpuidle_path(NULL, rx_cpu, k, "usage", p, sizeof(p));
+		entries[k] += kr_read_u64(p, &u) < 0 ? 0 : (uint64_t)sign * u;
 	}
 }
 
-/* ---- conditions ---- */
 static void *spinner(void *arg)
 {
 	(void)arg;
@@ -266,103 +242,45 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
-static pthread_t spin_thread;
-
-static int cond_enter(const struct hw_cond *c)
+/* enter (on) or leave condition c */
+static int cond_set(const struct hw_cond *c, bool on)
 {
+	static pthread_t spin;
+	static int pmqos_fd = -1;
+	int32_t zero = 0;
 	char p[160];
 
 	switch (c->kind) {
 	case HW_IDLE:
 		return 0;
 	case HW_SPIN:
-		atomic_store(&spin_stop, false);
-		if (kr_thread_start(&spin_thread, rx_cpu, SCHED_IDLE, 0, spinner, NULL) < 0)
+		atomic_store(&spin_stop, !on);
+		if (!on)
+			return pthread_join(spin, NULL);
+		if (kr_thread_start(&spin, rx_cpu, SCHED_IDLE, 0, spinner, NULL) < 0)
 			return -1;
-		kr_sleep_ns(2000000); /* let it reach the CPU */
-		return 0;
-	case HW_PMQOS: {
+		break;
+	case HW_PMQOS:
 		/* held while open; closing the fd (or dying) drops the request: nothing to journal */
-		int32_t zero = 0;
+		if (!on)
+			return close(pmqos_fd);
 		pmqos_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
 		if (pmqos_fd < 0 || write(pmqos_fd, &zero, sizeof(zero)) != sizeof(zero))
 			return -1;
-		kr_sleep_ns(2000000);
-		return 0;
-	}
+		break;
 	case HW_NOSTATE:
-		state_path(p, sizeof(p), rx_cpu, c->state, "disable");
-		return kr_journal_write(p, "1");
-	}
-	return -1;
-}
-
-static void cond_leave(const struct hw_cond *c)
-{
-	char p[160];
-
-	if (c->kind == HW_SPIN) {
-		atomic_store(&spin_stop, true);
-		pthread_join(spin_thread, NULL);
-	} else if (c->kind == HW_PMQOS && pmqos_fd >= 0) {
-		close(pmqos_fd);
-		pmqos_fd = -1;
-	} else if (c->kind == HW_NOSTATE) {
-		state_path(p, sizeof(p), rx_cpu, c->state, "disable");
+		kr_cpuidle_path(NULL, rx_cpu, c->state, "disable", p, sizeof(p));
+		if (on)
+			return kr_journal_write(p, "1");
 		if (kr_journal_write(p, states[c->state].disable) < 0)
 			kr_warn("cannot re-enable %s: %s (restored at exit)", p, strerror(errno));
+		return 0;
 	}
+	kr_sleep_ns(2000000); /* let it reach the CPU */
+	return 0;
 }
 
-/* ---- hardware timestamping ---- */
-struct hw_caps {
-	bool rx, tx;
-	char why[160];
-};
-
-static void query_caps(int nsfd, const char *ifname, struct hw_caps *c)
-{
-	struct ethtool_ts_info ti = { .cmd = ETHTOOL_GET_TS_INFO };
-
-	memset(c, 0, sizeof(*c));
-	if (kr_netns_ethtool(nsfd, ifname, &ti) < 0) {
-		snprintf(c->why, sizeof(c->why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
-			 ifname, strerror(errno));
-		return;
-	}
-	c->rx = (ti.so_timestamping & SOF_TIMESTAMPING_RX_HARDWARE) &&
-		(ti.rx_filters & (1u << HWTSTAMP_FILTER_ALL));
-	c->tx = (ti.so_timestamping & SOF_TIMESTAMPING_TX_HARDWARE) &&
-		(ti.tx_types & (1u << HWTSTAMP_TX_ON));
-	if (!c->rx && !c->tx)
-		snprintf(c->why, sizeof(c->why),
-			 "unsupported by %s (so_timestamping %#x, phc %d)", ifname,
-			 ti.so_timestamping, ti.phc_index);
-}
-
-/* hardware stamping on the NIC for the run: journaled, restored however the run ends */
-static int hwcfg_enable(const struct hw_caps *c)
-{
-	return kr_journal_hwtstamp(cfg.iface, c->tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
-				   c->rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE);
-}
-
-/* ---- sockets ---- */
-static int set_tstamping(int fd, bool rx, bool hw)
-{
-	int flags = SOF_TIMESTAMPING_SOFTWARE;
-
-	if (rx)
-		flags |= SOF_TIMESTAMPING_RX_SOFTWARE | (hw ? SOF_TIMESTAMPING_RX_HARDWARE : 0);
-	else
-		flags |= SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE |
-			 SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY |
-			 (hw ? SOF_TIMESTAMPING_TX_HARDWARE : 0);
-	if (hw)
-		flags |= SOF_TIMESTAMPING_RAW_HARDWARE;
-	return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags));
-}
-
+/* ---- sockets and stamps ---- */
 static struct sockaddr_in inaddr(const char *ip, long port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -375,6 +293,25 @@ static struct sockaddr_in inaddr(const char *ip, long port)
 static int64_t ts_ns(const struct timespec *t)
 {
 	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/* hardware stamping as ETHTOOL_GET_TS_INFO reports it: hw_rx, hw_tx, else why not */
+static void query_caps(int nsfd, const char *ifname)
+{
+	struct ethtool_ts_info ti = { .cmd = ETHTOOL_GET_TS_INFO };
+
+	if (kr_netns_ethtool(nsfd, ifname, &ti) < 0) {
+		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
+			 ifname, strerror(errno));
+		return;
+	}
+	hw_rx = (ti.so_timestamping & SOF_TIMESTAMPING_RX_HARDWARE) &&
+		(ti.rx_filters & (1u << HWTSTAMP_FILTER_ALL));
+	hw_tx = (ti.so_timestamping & SOF_TIMESTAMPING_TX_HARDWARE) &&
+		(ti.tx_types & (1u << HWTSTAMP_TX_ON));
+	if (!hw_rx && !hw_tx)
+		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (so_timestamping %#x, phc %d)",
+			 ifname, ti.so_timestamping, ti.phc_index);
 }
 
 /* the SCM_TIMESTAMPING stamps of a message: [0] software, [2] raw hardware */
@@ -392,31 +329,30 @@ static const struct scm_timestamping *find_stamps(struct msghdr *m, struct sock_
 }
 
 /* TX stamps from the sender's error queue; OPT_ID numbers sends from 0, as seq does */
-static void drain_errqueue(int fd)
+static void drain_errqueue(void)
 {
 	for (;;) {
 		char ctrl[512];
 		struct msghdr m = { .msg_control = ctrl, .msg_controllen = sizeof(ctrl) };
 		struct sock_extended_err *ee = NULL;
-		if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		if (recvmsg(txfd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return;
 		const struct scm_timestamping *ts = find_stamps(&m, &ee);
 		if (!ts || !ee || ee->ee_origin != SO_EE_ORIGIN_TIMESTAMPING || ee->ee_data >= nsamples)
 			continue;
-		struct hw_sample *s = &samples[ee->ee_data];
+		int64_t *t = samples[ee->ee_data].t;
 		if (ts->ts[2].tv_sec || ts->ts[2].tv_nsec)
-			s->tx_hw = ts_ns(&ts->ts[2]);
+			t[T_TXHW] = ts_ns(&ts->ts[2]);
 		else if (ee->ee_info == SCM_TSTAMP_SCHED)
-			s->tx_sched = ts_ns(&ts->ts[0]);
+			t[T_SCHED] = ts_ns(&ts->ts[0]);
 		else if (ee->ee_info == SCM_TSTAMP_SND)
-			s->tx_sw = ts_ns(&ts->ts[0]);
+			t[T_TXSW] = ts_ns(&ts->ts[0]);
 	}
 }
 
 static void *receiver(void *arg)
 {
-	int fd = *(int *)arg;
-
+	(void)arg;
 	for (;;) {
 		char ctrl[512];
 		struct hw_pkt p;
@@ -424,25 +360,23 @@ static void *receiver(void *arg)
 		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
 				    .msg_controllen = sizeof(ctrl) };
 		struct timespec now;
-		ssize_t r = recvmsg(fd, &m, 0);
+		ssize_t r = recvmsg(rxfd, &m, 0);
 		clock_gettime(CLOCK_REALTIME, &now);
 		if (r < 0) {
 			if ((errno == EAGAIN || errno == EINTR) && !atomic_load(&rx_stop))
 				continue;
 			return NULL;
 		}
-		if (r != sizeof(p) || p.magic != HW_MAGIC)
-			continue;
-		if (p.seq == HW_STOP_SEQ)
+		if (r == sizeof(p) && p.magic == HW_MAGIC && p.seq == HW_STOP_SEQ)
 			return NULL;
-		if (p.seq >= nsamples)
+		if (r != sizeof(p) || p.magic != HW_MAGIC || p.seq >= nsamples)
 			continue;
-		struct hw_sample *s = &samples[p.seq];
-		s->rx_user = ts_ns(&now);
+		int64_t *t = samples[p.seq].t;
+		t[T_USER] = ts_ns(&now);
 		const struct scm_timestamping *ts = find_stamps(&m, NULL);
 		if (ts) {
-			s->rx_sw = ts_ns(&ts->ts[0]);
-			s->rx_hw = ts_ns(&ts->ts[2]);
+			t[T_RXSW] = ts_ns(&ts->ts[0]);
+			t[T_RXHW] = ts_ns(&ts->ts[2]);
 		}
 	}
 }
@@ -462,8 +396,7 @@ static int reflect(const struct kr_opts *o)
 	    bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
 		return kr_error("listen on port %ld: %s", cfg.port, strerror(errno));
-	int64_t deadline = kr_now_ns() + (int64_t)(o->duration_s * 1e9);
-	while (kr_now_ns() < deadline) {
+	for (int64_t end = kr_now_ns() + (int64_t)(o->duration_s * 1e9); kr_now_ns() < end;) {
 		struct hw_pkt p;
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
@@ -477,85 +410,78 @@ static int reflect(const struct kr_opts *o)
 		n++;
 	}
 	close(fd);
-	kr_measure("reflected", (double)n);
 	kr_say("reflected %ld packets", n);
 	return kr_skip(KR_EXIT_SKIP_MACHINE, "listen mode reflected %ld packets (the verdict is the peer's)", n);
 }
 
-/* ---- statistics ---- */
-enum hw_seg { SEG_K2U, SEG_STACK, SEG_NIC2K, SEG_TXQ, SEG_TXDRV, SEG_TXNIC, SEG_U2U, NSEG };
-static const char *const seg_name[NSEG] = {
-	"kernel->user", "driver->kernel", "NIC->kernel", "user->qdisc",
-	"user->driver", "user->NIC", "user->user",
-};
-static const char *const seg_key[NSEG] = {
-	"kernel_to_user", "driver_to_kernel", "nic_to_kernel", "user_to_qdisc",
-	"user_to_driver", "user_to_nic", "user_to_user",
-};
-
-/* one segment of one sample in us, NAN when a stamp is missing */
-static double seg_us(const struct hw_sample *s, enum hw_seg g)
+/* The sockets: in two private namespaces held by fds (they vanish with the process),
+ * over veth or their lo; or with --peer in this one, toward a reflector, with hardware
+ * stamps when --iface has them. */
+static int open_net(void)
 {
-	int64_t a = 0, b = 0;
+	const char *src = NULL, *to = cfg.peer;
+	socklen_t iflen = cfg.iface ? (socklen_t)strlen(cfg.iface) : 0;
+	int nsa = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), nsb = nsa;
+	long port = cfg.port;
+	char ifa[IFNAMSIZ];
 
-	switch (g) {
-	case SEG_K2U: a = s->rx_sw; b = s->rx_user; break;
-	case SEG_STACK: a = s->tx_sw; b = s->rx_sw; break;
-	case SEG_NIC2K: a = s->rx_hw; b = s->rx_sw; break;
-	case SEG_TXQ: a = s->t_send; b = s->tx_sched; break;
-	case SEG_TXDRV: a = s->t_send; b = s->tx_sw; break;
-	case SEG_TXNIC: a = s->t_send; b = s->tx_hw; break;
-	case SEG_U2U: a = s->t_send; b = s->rx_user; break;
-	default: break;
+	snprintf(rx_if, sizeof(rx_if), "%s", cfg.iface ? cfg.iface : "(routed)");
+	snprintf(hw_why, sizeof(hw_why), "not tried (no --iface)");
+	if (cfg.path != HW_PATH_IFACE) {
+		src = "10.77.0.1", to = "10.77.0.2", port = cfg.port + 1;
+		snprintf(ifa, sizeof(ifa), "kr%ua", (unsigned)getpid() % 100000u);
+		snprintf(rx_if, sizeof(rx_if), "kr%ub", (unsigned)getpid() % 100000u);
+		if ((nsa = kr_netns_new()) < 0 || (nsb = kr_netns_new()) < 0)
+			return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
+				       strerror(errno));
+		if (cfg.path == HW_PATH_LO) {
+			nsa = nsb;
+			src = to = "127.0.0.1";
+			snprintf(rx_if, sizeof(rx_if), "lo");
+		} else if (kr_veth_create(nsa, ifa, "10.77.0.1/24", nsb, rx_if, "10.77.0.2/24") < 0) {
+			return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
+		}
 	}
-	/* a round trip through --peer is not one way: stack and user->user include the peer */
-	if (!a || !b)
-		return NAN;
-	return (double)(b - a) / 1000.0;
-}
-
-struct hw_pct {
-	size_t n;
-	double p50, p90, p99, max;
-};
-
-/* segment g of condition c's samples into buf (rep < 0: all repeats); returns how many */
-static size_t collect(int c, int rep, enum hw_seg g, double *buf)
-{
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < nsamples; i++) {
-		const struct hw_sample *s = &samples[i];
-		if (s->cond != c || s->warmup || (rep >= 0 && s->rep != rep))
-			continue;
-		double v = seg_us(s, g);
-		if (isfinite(v))
-			buf[n++] = v;
+	if (src || cfg.iface)
+		query_caps(nsb, rx_if);
+	if (src) {
+		/* virtual devices have no NIC clock: SIOCSHWTSTAMP is never tried on them */
+		if (hw_rx || hw_tx)
+			snprintf(hw_why, sizeof(hw_why), "not used on virtual %s", rx_if);
+		hw_rx = hw_tx = false;
+	} else if ((hw_rx || hw_tx) &&
+		   kr_journal_hwtstamp(cfg.iface, hw_tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
+				       hw_rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE) < 0) {
+		/* on the NIC for the run: journaled, restored however the run ends */
+		return kr_error("SIOCSHWTSTAMP on %s: %s", cfg.iface, strerror(errno));
 	}
-	return n;
-}
-
-/* percentiles of segment g over condition c (rep < 0: all repeats) */
-static struct hw_pct pct(int c, int rep, enum hw_seg g, double *buf)
-{
-	struct hw_pct r = { 0, NAN, NAN, NAN, NAN };
-	struct kr_stats st;
-
-	r.n = collect(c, rep, g, buf);
-	if (!r.n)
-		return r;
-	kr_stats(buf, r.n, &st);
-	r.p50 = kr_percentile(buf, r.n, 50);
-	r.p90 = kr_percentile(buf, r.n, 90);
-	r.p99 = kr_percentile(buf, r.n, 99);
-	r.max = st.max;
-	return r;
+	struct sockaddr_in from = inaddr(src, 0), me = inaddr(src ? to : NULL, cfg.port + 1);
+	dst = inaddr(to, port);
+	txfd = kr_netns_socket(nsa, AF_INET, SOCK_DGRAM, 0);
+	rxfd = kr_netns_socket(nsb, AF_INET, SOCK_DGRAM, 0);
+	if (txfd < 0 || rxfd < 0 ||
+	    (iflen && setsockopt(txfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
+	    (iflen && setsockopt(rxfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
+	    bind(rxfd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
+	    bind(txfd, (struct sockaddr *)&from, sizeof(from)) < 0)
+		return kr_error("sockets %s %s: %s", src ? "in the namespaces to" : "toward", to,
+				strerror(errno));
+	/* RX: software (and hardware) stamps; TX: qdisc, driver (and NIC), numbered by OPT_ID */
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
+	int raw = SOF_TIMESTAMPING_RAW_HARDWARE, sw = SOF_TIMESTAMPING_SOFTWARE;
+	int rxf = sw | SOF_TIMESTAMPING_RX_SOFTWARE | (hw_rx ? raw | SOF_TIMESTAMPING_RX_HARDWARE : 0);
+	int txf = sw | SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE |
+		  SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY |
+		  (hw_tx ? raw | SOF_TIMESTAMPING_TX_HARDWARE : 0);
+	if (setsockopt(rxfd, SOL_SOCKET, SO_TIMESTAMPING, &rxf, sizeof(rxf)) < 0 ||
+	    setsockopt(txfd, SOL_SOCKET, SO_TIMESTAMPING, &txf, sizeof(txf)) < 0 ||
+	    setsockopt(rxfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING refused: %s", strerror(errno));
+	return 0;
 }
 
 /* ---- the measurement ---- */
-static uint32_t next_seq;
-
-static int send_block(int txfd, const struct sockaddr_in *dst, int c, int rep, long count)
+static int send_block(int c, int rep, long count)
 {
 	int64_t t = kr_now_ns() + cfg.spacing_ns;
 
@@ -570,146 +496,108 @@ static int send_block(int txfd, const struct sockaddr_in *dst, int c, int rep, l
 		s->rep = rep;
 		s->warmup = i == 0;
 		clock_gettime(CLOCK_REALTIME, &now);
-		p.t_send = s->t_send = ts_ns(&now);
-		if (sendto(txfd, &p, sizeof(p), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
+		p.t_send = s->t[T_SEND] = ts_ns(&now);
+		if (sendto(txfd, &p, sizeof(p), 0, (const struct sockaddr *)&dst, sizeof(dst)) < 0)
 			return kr_error("sendto: %s", strerror(errno));
 		next_seq++;
 		conds[c].sent++;
-		drain_errqueue(txfd);
+		drain_errqueue();
 	}
-	return 0;
-}
-
-/* the receiver CPU (--cpu, default the highest usable one), the sender on another: usable
- * = this process's affinity (cpusets) x the online CPUs */
-static int choose_cpus(const struct kr_opts *o)
-{
-	cpu_set_t usable;
-
-	if (kr_usable_cpus(&usable) < 2 || kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) < 0 ||
-	    tx_cpu < 0)
-		return -1;
-	return 0;
-}
-
-static void add_cond(const char *name, enum hw_kind kind, int state)
-{
-	struct hw_cond *c = &conds[nconds++];
-
-	memset(c, 0, sizeof(*c));
-	snprintf(c->name, sizeof(c->name), "%.15s", name);
-	c->kind = kind;
-	c->state = state;
-}
-
-struct hw_net {
-	int txfd, rxfd;
-	struct sockaddr_in dst;
-	char rx_if[IFNAMSIZ];
-	struct hw_caps caps;
-	bool hw;
-};
-
-/* --peer: a real interface toward a reflector; hardware stamps when the NIC has them */
-static int open_peer(struct hw_net *n)
-{
-	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	struct sockaddr_in me = inaddr(NULL, cfg.port + 1);
-	socklen_t iflen = cfg.iface ? (socklen_t)strlen(cfg.iface) : 0;
-
-	snprintf(n->rx_if, sizeof(n->rx_if), "%s", cfg.iface ? cfg.iface : "(routed)");
-	if (cfg.iface)
-		query_caps(self, cfg.iface, &n->caps);
-	else
-		snprintf(n->caps.why, sizeof(n->caps.why), "not tried (no --iface)");
-	close(self);
-	if (cfg.iface && (n->caps.rx || n->caps.tx)) {
-		if (hwcfg_enable(&n->caps) < 0)
-			return kr_error("SIOCSHWTSTAMP on %s: %s", cfg.iface, strerror(errno));
-		n->hw = true;
-	}
-	n->txfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	n->rxfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	n->dst = inaddr(cfg.peer, cfg.port);
-	if (n->txfd < 0 || n->rxfd < 0 ||
-	    (iflen && setsockopt(n->txfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
-	    (iflen && setsockopt(n->rxfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
-	    bind(n->rxfd, (struct sockaddr *)&me, sizeof(me)) < 0)
-		return kr_error("sockets toward %s: %s", cfg.peer, strerror(errno));
-	return 0;
-}
-
-/* veth or lo between private namespaces held by fds: they vanish with the process */
-static int open_lab(struct hw_net *n)
-{
-	char ifa[IFNAMSIZ];
-	const char *src = "10.77.0.1", *dst = "10.77.0.2";
-	int nsa, nsb;
-
-	snprintf(ifa, sizeof(ifa), "kr%ua", (unsigned)getpid() % 100000u);
-	snprintf(n->rx_if, sizeof(n->rx_if), "kr%ub", (unsigned)getpid() % 100000u);
-	if ((nsa = kr_netns_new()) < 0 || (nsb = kr_netns_new()) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
-			       strerror(errno));
-	if (cfg.path == HW_PATH_LO) {
-		close(nsa);
-		nsa = nsb;
-		src = dst = "127.0.0.1";
-		snprintf(n->rx_if, sizeof(n->rx_if), "lo");
-	} else if (kr_veth_create(nsa, ifa, "10.77.0.1/24", nsb, n->rx_if, "10.77.0.2/24") < 0) {
-		return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
-	}
-	query_caps(nsb, n->rx_if, &n->caps);
-	/* virtual devices have no NIC clock: SIOCSHWTSTAMP is never tried on them */
-	if (n->caps.rx || n->caps.tx)
-		snprintf(n->caps.why, sizeof(n->caps.why), "not used on virtual %s", n->rx_if);
-	n->caps.rx = n->caps.tx = false;
-	n->txfd = kr_netns_socket(nsa, AF_INET, SOCK_DGRAM, 0);
-	n->rxfd = kr_netns_socket(nsb, AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in me = inaddr(dst, cfg.port + 1), from = inaddr(src, 0);
-	n->dst = me;
-	if (n->txfd < 0 || n->rxfd < 0 || bind(n->rxfd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
-	    bind(n->txfd, (struct sockaddr *)&from, sizeof(from)) < 0)
-		return kr_error("sockets in the namespaces: %s", strerror(errno));
 	return 0;
 }
 
 /* all conditions, interleaved in rounds (ABBA), the state entries counted per block */
-static int measure(const struct kr_opts *o, struct hw_net *n, long per_block)
+static int measure(const struct kr_opts *o, long per_block)
 {
 	pthread_t rxt;
 
 	if (kr_pin_self(tx_cpu) < 0 ||
-	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, &n->rxfd) < 0)
+	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, NULL) < 0)
 		return kr_error("pinning to cpu%d/cpu%d: %s", tx_cpu, rx_cpu, strerror(errno));
 	for (int rep = 0; rep < o->repeat; rep++) {
 		for (int round = 0; round < HW_ROUNDS; round++) {
 			kr_progress("repeat %d/%d round %d/%d", rep + 1, o->repeat, round + 1, HW_ROUNDS);
 			for (int j = 0; j < nconds; j++) {
 				int c = round % 2 ? nconds - 1 - j : j;
-				uint64_t u0[HW_MAX_STATES], u1[HW_MAX_STATES];
-				if (cond_enter(&conds[c]) < 0)
+				if (cond_set(&conds[c], true) < 0)
 					return kr_error("condition %s: %s", conds[c].name, strerror(errno));
-				read_usage(rx_cpu, u0);
-				int r = send_block(n->txfd, &n->dst, c, rep, per_block);
-				read_usage(rx_cpu, u1);
-				cond_leave(&conds[c]);
+				add_usage(conds[c].entries, -1);
+				int r = send_block(c, rep, per_block);
+				add_usage(conds[c].entries, 1);
+				cond_set(&conds[c], false);
 				if (r)
 					return r;
-				for (int k = 0; k < nstates; k++)
-					conds[c].entries[k] += u1[k] - u0[k];
 			}
 		}
 	}
 	/* the last packets, then stop the receiver */
 	kr_sleep_ns(50000000);
-	drain_errqueue(n->txfd);
+	drain_errqueue();
 	struct hw_pkt stop = { .magic = HW_MAGIC, .seq = HW_STOP_SEQ,
 			       .reply_port = (uint16_t)(cfg.port + 1) };
 	atomic_store(&rx_stop, true);
-	sendto(n->txfd, &stop, sizeof(stop), 0, (struct sockaddr *)&n->dst, sizeof(n->dst));
+	sendto(txfd, &stop, sizeof(stop), 0, (struct sockaddr *)&dst, sizeof(dst));
 	pthread_join(rxt, NULL);
 	return 0;
+}
+
+/* ---- segments and percentiles ---- */
+enum hw_seg { SEG_K2U, SEG_STACK, SEG_NIC2K, SEG_TXQ, SEG_TXDRV, SEG_TXNIC, SEG_U2U, NSEG };
+static const struct {
+	const char *name, *key;
+	int from, to;
+} seg[NSEG] = {
+	{ "kernel->user", "kernel_to_user", T_RXSW, T_USER },
+	{ "driver->kernel", "driver_to_kernel", T_TXSW, T_RXSW },
+	{ "NIC->kernel", "nic_to_kernel", T_RXHW, T_RXSW },
+	{ "user->qdisc", "user_to_qdisc", T_SEND, T_SCHED },
+	{ "user->driver", "user_to_driver", T_SEND, T_TXSW },
+	{ "user->NIC", "user_to_nic", T_SEND, T_TXHW },
+	{ "user->user", "user_to_user", T_SEND, T_USER },
+};
+
+/* one segment of one sample in us, NAN when a stamp is missing (with --peer,
+ * driver->kernel and user->user span the round trip) */
+static double seg_us(const struct hw_sample *s, enum hw_seg g)
+{
+	int64_t a = s->t[seg[g].from], b = s->t[seg[g].to];
+
+	return a && b ? (double)(b - a) / 1000.0 : NAN;
+}
+
+/* segment g of condition c's samples into v (rep < 0: all repeats); returns how many */
+static size_t collect(int c, int rep, enum hw_seg g, double *v)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < nsamples; i++) {
+		const struct hw_sample *s = &samples[i];
+		double x = seg_us(s, g);
+		if (s->cond == c && !s->warmup && (rep < 0 || s->rep == rep) && isfinite(x))
+			v[n++] = x;
+	}
+	return n;
+}
+
+struct hw_pct {
+	size_t n;
+	double p50, p90, p99, max;
+};
+
+/* percentiles of segment g over condition c, all repeats */
+static struct hw_pct pct(int c, enum hw_seg g)
+{
+	struct hw_pct r = { collect(c, -1, g, buf), NAN, NAN, NAN, NAN };
+	struct kr_stats st;
+
+	if (!r.n)
+		return r;
+	kr_stats(buf, r.n, &st);
+	r.p50 = kr_percentile(buf, r.n, 50);
+	r.p90 = kr_percentile(buf, r.n, 90);
+	r.p99 = kr_percentile(buf, r.n, 99);
+	r.max = st.max;
+	return r;
 }
 
 static double per_packet(const struct hw_cond *c, int k)
@@ -718,7 +606,7 @@ static double per_packet(const struct hw_cond *c, int k)
 }
 
 /* the table of segments x conditions, state entries, per-state savings */
-static void report(const char *gov, double *buf)
+static void report(const char *gov)
 {
 	char key[96];
 
@@ -727,21 +615,19 @@ static void report(const char *gov, double *buf)
 	for (int g = 0; g < NSEG; g++) {
 		const char *why = NULL;
 		for (int c = 0; c < nconds; c++) {
-			struct hw_pct q = pct(c, -1, (enum hw_seg)g, buf);
+			struct hw_pct q = pct(c, (enum hw_seg)g);
 			if (!q.n) {
 				why = g == SEG_NIC2K ? "no hardware RX stamps" :
 				      g == SEG_TXNIC ? "no hardware TX stamps" : "no stamps";
 				continue;
 			}
-			kr_say("%-15s %-12s %8.1f %8.1f %8.1f %8.1f", c ? "" : seg_name[g],
+			kr_say("%-15s %-12s %8.1f %8.1f %8.1f %8.1f", c ? "" : seg[g].name,
 			       conds[c].name, q.p50, q.p90, q.p99, q.max);
-			snprintf(key, sizeof(key), "%s_%.15s_p50_us", seg_key[g], conds[c].name);
+			snprintf(key, sizeof(key), "%s_%.15s_p50_us", seg[g].key, conds[c].name);
 			kr_measure(key, q.p50);
-			snprintf(key, sizeof(key), "%s_%.15s_p99_us", seg_key[g], conds[c].name);
-			kr_measure(key, q.p99);
 		}
 		if (why)
-			kr_say("%-15s unavailable: %s", seg_name[g], why);
+			kr_say("%-15s unavailable: %s", seg[g].name, why);
 	}
 	if (cfg.path == HW_PATH_IFACE)
 		kr_say("(with --peer, driver->kernel and user->user span the round trip)");
@@ -752,171 +638,51 @@ static void report(const char *gov, double *buf)
 	for (int c = 0; nstates && c < nconds; c++) {
 		char line[128];
 		int len = snprintf(line, sizeof(line), "  %-12s", conds[c].name);
-		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++) {
+		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, " s%d %.2f", k,
 					per_packet(&conds[c], k));
-			snprintf(key, sizeof(key), "entries_state%d_%.15s", k, conds[c].name);
-			kr_measure(key, per_packet(&conds[c], k));
-		}
 		kr_say("%s", line);
 	}
 	/* per-state: which state costs latency */
 	for (int c = 2; c < nconds; c++) {
 		int k = conds[c].state;
-		double d = pct(0, -1, SEG_K2U, buf).p50 - pct(c, -1, SEG_K2U, buf).p50;
+		double d = pct(0, SEG_K2U).p50 - pct(c, SEG_K2U).p50;
 		kr_say("disabling state%d (%s) saves %.1f us of kernel->user p50", k, states[k].name, d);
 		/* e.g. the haltpoll governor picks its state without looking at 'disable' */
 		if (per_packet(&conds[c], k) > 0.1)
 			kr_say("  but state%d was still entered %.2f times per packet: governor %s\n"
 			       "  ignores 'disable'", k, per_packet(&conds[c], k), gov);
-		snprintf(key, sizeof(key), "saved_by_disabling_state%d_us", k);
-		kr_measure(key, d);
 	}
 }
 
-static int run(const struct kr_opts *o)
+/* ---- the verdict: per repeat, then the vote ---- */
+static int judge(const struct kr_opts *o, bool have_states)
 {
-	char drv[64] = "none", gov[64] = "none", key[64];
-	struct hw_net net = { .txfd = -1 };
-
-	/* requirements first: CPUs, cpuidle, PM QoS; the header describes the measured CPU */
-	int cpus_ok = cfg.listen ? 0 : choose_cpus(o);
-	kr_env_cpu(cfg.listen ? 0 : rx_cpu);
-	kr_env_standard((const char *const[]){ "group:cpuidle", "group:cpufreq", "group:cmdline",
-					       "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
-	if (cfg.listen)
-		return reflect(o);
-	if (cpus_ok < 0)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and receiver)");
-	nstates = kr_cpuidle_states(NULL, rx_cpu, states, HW_MAX_STATES);
-	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
-	bool have_states = hwts_has_idle_states(states, nstates);
-	enum hw_awake awake = cfg.awake;
-	if (awake == HW_AWAKE_AUTO)
-		awake = have_states ? HW_AWAKE_PMQOS : HW_AWAKE_SPIN;
-	if (awake == HW_AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
-			       strerror(errno));
-	if (cfg.per_state && !have_states)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "--per-state: no cpuidle states on cpu%d", rx_cpu);
-
-	add_cond("idle", HW_IDLE, -1);
-	if (awake == HW_AWAKE_SPIN)
-		add_cond("awake-spin", HW_SPIN, -1);
-	else
-		add_cond("awake-pmqos", HW_PMQOS, -1);
-	for (int k = 0; cfg.per_state && k < nstates && nconds < HW_MAX_CONDS; k++) {
-		if (strcmp(states[k].name, "POLL") && !strcmp(states[k].disable, "0")) {
-			snprintf(key, sizeof(key), "no-state%d", k);
-			add_cond(key, HW_NOSTATE, k);
-		}
-	}
-	long packets = cfg.packets ? cfg.packets
-				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
-	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
-	if ((double)o->repeat * nconds * HW_ROUNDS * (double)(per_block + 1) > 4e6)
-		return kr_error("too many packets: %d repeats x %d conditions x %ld", o->repeat,
-				nconds, per_block * HW_ROUNDS);
-	nsamples = (uint32_t)(o->repeat * nconds * HW_ROUNDS * (per_block + 1));
-	samples = calloc(nsamples, sizeof(*samples));
-	double *buf = malloc(nsamples * sizeof(double));
-	if (!samples || !buf)
-		return kr_error("out of memory for %u samples", nsamples);
-
-	int r = cfg.path == HW_PATH_IFACE ? open_peer(&net) : open_lab(&net);
-	if (r)
-		return r;
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
-	if (set_tstamping(net.rxfd, true, net.hw && net.caps.rx) < 0 ||
-	    set_tstamping(net.txfd, false, net.hw && net.caps.tx) < 0 ||
-	    setsockopt(net.rxfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
-		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING refused: %s", strerror(errno));
-
-	kr_param("path", "%s", cfg.path == HW_PATH_VETH ? "veth" : cfg.path == HW_PATH_LO ? "lo" : "iface");
-	kr_param("rx_if", "%s", net.rx_if);
-	if (cfg.peer)
-		kr_param("peer", "%s:%ld", cfg.peer, cfg.port);
-	kr_param("cpu", "%d", rx_cpu);
-	kr_param("sender_cpu", "%d", tx_cpu);
-	kr_param("spacing", "%.3gms", (double)cfg.spacing_ns / 1e6);
-	kr_param("packets", "%ld", per_block * HW_ROUNDS);
-	kr_param("rounds", "%d", HW_ROUNDS);
-	kr_param("awake", "%s", awake == HW_AWAKE_SPIN ? "spin" : "pmqos");
-	kr_param("per_state", "%s", cfg.per_state ? "yes" : "no");
-	kr_param("repeat", "%d", o->repeat);
-	kr_say("cpuidle on cpu%d: driver %s, governor %s", rx_cpu, drv, gov);
-	if (!nstates)
-		kr_say("  no cpuidle states (idle is the architecture default, HLT)");
-	for (int k = 0; k < nstates; k++)
-		kr_say("  state%d %-16.16s exit %4ld us  residency %5ld us  %s", k, states[k].name,
-		       states[k].latency_us, states[k].residency_us,
-		       strcmp(states[k].disable, "0") ? "disabled" : "enabled");
-	kr_measure("cpuidle_states", nstates);
-	kr_measure_str("cpuidle_driver", drv);
-	kr_measure_str("cpuidle_governor", gov);
-	kr_say("hardware stamps: %s", net.hw ? "on" : net.caps.why);
-	kr_measure_str("hardware_timestamps", net.hw ? "on" : net.caps.why);
-
-	if ((r = measure(o, &net, per_block)))
-		return r;
-
-	long lost = 0;
-	kr_csv_open("repeat,condition,seq,warmup,user_to_qdisc_us,user_to_driver_us,user_to_nic_us,"
-		    "driver_to_kernel_us,nic_to_kernel_us,kernel_to_user_us,user_to_user_us");
-	for (uint32_t i = 0; i < next_seq; i++) {
-		const struct hw_sample *s = &samples[i];
-		lost += !s->rx_user;
-		kr_csv_row("%d,%s,%u,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s->rep + 1,
-			   conds[s->cond].name, i, s->warmup, seg_us(s, SEG_TXQ), seg_us(s, SEG_TXDRV),
-			   seg_us(s, SEG_TXNIC), seg_us(s, SEG_STACK), seg_us(s, SEG_NIC2K),
-			   seg_us(s, SEG_K2U), seg_us(s, SEG_U2U));
-	}
-	kr_measure("packets_sent", next_seq);
-	kr_measure("packets_lost", (double)lost);
-	if (lost > (long)next_seq / 10)
-		return kr_error("%ld of %u packets lost", lost, next_seq);
-	report(gov, buf);
-
-	/* the verdict: per repeat, then the vote */
-	double *abuf = malloc(nsamples * sizeof(double));
-	if (!abuf)
-		return kr_error("out of memory for %u samples", nsamples);
 	double late_us = (double)cfg.late_ns / 1000.0;
 	enum kr_verdict v[100];
 	int npass, nfail;
+
 	kr_say("%s", "");
 	kr_say("late: kernel->user above the awake p50 + %.0f us", late_us);
 	for (int rep = 0; rep < o->repeat; rep++) {
 		size_t ni = collect(0, rep, SEG_K2U, buf), na = collect(1, rep, SEG_K2U, abuf);
 		struct hw_late l = hwts_late(buf, ni, abuf, na, late_us);
-		v[rep] = hwts_rule(l.added, o->threshold);
-		if (v[rep] == KR_ERROR) {
-			free(abuf);
-			free(buf);
+		if ((v[rep] = hwts_rule(l.added, o->threshold)) == KR_ERROR)
 			return kr_error("no kernel->user samples in repeat %d", rep + 1);
-		}
 		if (o->repeat > 1)
 			kr_say("repeat %d: late idle %.1f%%, awake %.1f%% (> %.1f us): %+.1f%%",
 			       rep + 1, l.idle_pct, l.awake_pct, l.limit, l.added);
-		snprintf(key, sizeof(key), "late_added_repeat%d_pct", rep + 1);
-		kr_measure(key, l.added);
 	}
 	size_t ni = collect(0, -1, SEG_K2U, buf), na = collect(1, -1, SEG_K2U, abuf);
 	struct hw_late all = hwts_late(buf, ni, abuf, na, late_us);
-	free(abuf);
-	struct hw_pct qi = pct(0, -1, SEG_K2U, buf), qa = pct(1, -1, SEG_K2U, buf);
-	free(buf);
+	struct hw_pct qi = pct(0, SEG_K2U), qa = pct(1, SEG_K2U);
 	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", all.idle_pct, conds[1].name,
 	       all.awake_pct, all.limit);
 	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
 	       qi.p50 - qa.p50, qi.p90 - qa.p90, qi.p99 - qa.p99);
-	kr_measure("late_limit_us", all.limit);
 	kr_measure("late_idle_pct", all.idle_pct);
 	kr_measure("late_awake_pct", all.awake_pct);
-	kr_measure("late_added_pct", all.added);
 	kr_measure("added_by_idle_p50_us", qi.p50 - qa.p50);
-	kr_measure("added_by_idle_p90_us", qi.p90 - qa.p90);
-	kr_measure("added_by_idle_p99_us", qi.p99 - qa.p99);
 	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
 		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
 	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
@@ -948,32 +714,123 @@ static int run(const struct kr_opts *o)
 			  all.awake_pct, all.limit);
 }
 
+static int run(const struct kr_opts *o)
+{
+	char drv[64] = "none", gov[64] = "none";
+	cpu_set_t usable;
+
+	/* requirements first: CPUs (the receiver --cpu, default the highest usable one; the
+	 * sender another), cpuidle, PM QoS; the header describes the measured CPU */
+	bool cpus_ok = !cfg.listen && kr_usable_cpus(&usable) >= 2 &&
+		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
+	kr_env_cpu(cfg.listen ? 0 : rx_cpu);
+	kr_env_standard((const char *const[]){ "group:cpuidle", "group:cpufreq", "group:cmdline",
+					       "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
+	if (cfg.listen)
+		return reflect(o);
+	if (!cpus_ok)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and receiver)");
+	nstates = kr_cpuidle_states(NULL, rx_cpu, states, HW_MAX_STATES);
+	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
+	bool have_states = hwts_has_idle_states(states, nstates);
+	enum hw_awake awake = cfg.awake;
+	if (awake == HW_AWAKE_AUTO)
+		awake = have_states ? HW_AWAKE_PMQOS : HW_AWAKE_SPIN;
+	if (awake == HW_AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
+		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
+			       strerror(errno));
+	if (cfg.per_state && !have_states)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "--per-state: no cpuidle states on cpu%d", rx_cpu);
+
+	conds[0] = (struct hw_cond){ .name = "idle", .kind = HW_IDLE };
+	conds[1] = awake == HW_AWAKE_SPIN ? (struct hw_cond){ .name = "awake-spin", .kind = HW_SPIN }
+					  : (struct hw_cond){ .name = "awake-pmqos", .kind = HW_PMQOS };
+	nconds = 2;
+	for (int k = 0; cfg.per_state && k < nstates && nconds < HW_MAX_CONDS; k++) {
+		if (strcmp(states[k].name, "POLL") && !strcmp(states[k].disable, "0")) {
+			conds[nconds] = (struct hw_cond){ .kind = HW_NOSTATE, .state = k };
+			snprintf(conds[nconds++].name, sizeof(conds[0].name), "no-state%u", (unsigned char)k);
+		}
+	}
+	long packets = cfg.packets ? cfg.packets
+				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
+	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
+	if ((double)o->repeat * nconds * HW_ROUNDS * (double)(per_block + 1) > 4e6)
+		return kr_error("too many packets: %d repeats x %d conditions x %ld", o->repeat,
+				nconds, per_block * HW_ROUNDS);
+	nsamples = (uint32_t)(o->repeat * nconds * HW_ROUNDS * (per_block + 1));
+	samples = calloc(nsamples, sizeof(*samples));
+	buf = malloc(nsamples * sizeof(double));
+	abuf = malloc(nsamples * sizeof(double));
+	if (!samples || !buf || !abuf)
+		return kr_error("out of memory for %u samples", nsamples);
+
+	int r = open_net();
+	if (r)
+		return r;
+
+	kr_param("path", "%s", cfg.path == HW_PATH_VETH ? "veth" : cfg.path == HW_PATH_LO ? "lo" : "iface");
+	kr_param("rx_if", "%s", rx_if);
+	if (cfg.peer)
+		kr_param("peer", "%s:%ld", cfg.peer, cfg.port);
+	kr_param("cpu", "%d", rx_cpu);
+	kr_param("sender_cpu", "%d", tx_cpu);
+	kr_param("spacing", "%.3gms", (double)cfg.spacing_ns / 1e6);
+	kr_param("packets", "%ld", per_block * HW_ROUNDS);
+	kr_param("rounds", "%d", HW_ROUNDS);
+	kr_param("awake", "%s", awake == HW_AWAKE_SPIN ? "spin" : "pmqos");
+	kr_param("per_state", "%s", cfg.per_state ? "yes" : "no");
+	kr_param("repeat", "%d", o->repeat);
+	kr_say("cpuidle on cpu%d: driver %s, governor %s", rx_cpu, drv, gov);
+	if (!nstates)
+		kr_say("  no cpuidle states (idle is the architecture default, HLT)");
+	for (int k = 0; k < nstates; k++)
+		kr_say("  state%d %-16.16s exit %4ld us  residency %5ld us  %s", k, states[k].name,
+		       states[k].latency_us, states[k].residency_us,
+		       strcmp(states[k].disable, "0") ? "disabled" : "enabled");
+	kr_say("hardware stamps: %s", hw_rx || hw_tx ? "on" : hw_why);
+	kr_measure_str("hardware_timestamps", hw_rx || hw_tx ? "on" : hw_why);
+
+	if ((r = measure(o, per_block)))
+		return r;
+
+	long lost = 0;
+	kr_csv_open("repeat,condition,seq,warmup,user_to_qdisc_us,user_to_driver_us,user_to_nic_us,"
+		    "driver_to_kernel_us,nic_to_kernel_us,kernel_to_user_us,user_to_user_us");
+	for (uint32_t i = 0; i < next_seq; i++) {
+		const struct hw_sample *s = &samples[i];
+		lost += !s->t[T_USER];
+		kr_csv_row("%d,%s,%u,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", s->rep + 1,
+			   conds[s->cond].name, i, s->warmup, seg_us(s, SEG_TXQ), seg_us(s, SEG_TXDRV),
+			   seg_us(s, SEG_TXNIC), seg_us(s, SEG_STACK), seg_us(s, SEG_NIC2K),
+			   seg_us(s, SEG_K2U), seg_us(s, SEG_U2U));
+	}
+	kr_measure("packets_sent", next_seq);
+	kr_measure("packets_lost", (double)lost);
+	if (lost > (long)next_seq / 10)
+		return kr_error("%ld of %u packets lost", lost, next_seq);
+	report(gov);
+	return judge(o, have_states);
+}
+
 static const struct kr_prog prog = {
 	.name = "hwts",
 	.summary = "wakeup latency of idle states, split with SO_TIMESTAMPING",
 	.description =
-		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on --cpu, and\n"
-		"splits their latency with SO_TIMESTAMPING: user->qdisc/driver/NIC (TX stamps\n"
-		"from the error queue), NIC->kernel (hardware RX, when the interface has it) and\n"
-		"kernel->user (recvmsg return minus the RX software stamp). Two conditions with\n"
-		"the same packet count, interleaved in 5 rounds: idle, and awake, where the\n"
-		"receiver CPU is kept out of idle states by /dev/cpu_dma_latency = 0 (pmqos) or\n"
-		"by a SCHED_IDLE spinner (spin; auto picks spin when the CPU has no cpuidle state\n"
-		"besides POLL). Lists the cpuidle states of --cpu and how often each was entered.\n"
-		"Default path: a veth pair between two private namespaces (--path lo: their\n"
-		"loopback); two hosts: 'hwts --listen --duration 600' on one, and\n"
-		"'hwts --iface IF --peer ADDR' on the other.\n"
-		"Verdict: a packet is late when its kernel->user latency exceeds the\n"
-		"awake p50 by more than --late (25 us); late_added = % late (idle) -\n"
-		"% late (awake). Spikes count whether they hit half the packets or a\n"
-		"few (p50 or only p90/p99 moves); host noise that delays both\n"
-		"conditions alike cancels. Threshold 5 %: the original saw kernel->user\n"
-		"go from ~10 us to ~100 us (C6 exit 290 us); a shallow state adds a few\n"
-		"us. An idle condition in which the CPU entered idle less than 0.9\n"
-		"times per packet (other tasks kept it busy), or more awake packets\n"
-		"late than idle ones (by more than the threshold), is SKIP 125.\n"
-		"With no cpuidle states and --awake auto: SKIP 129 'no cpuidle states', with the\n"
-		"halt-wakeup penalty (idle vs spin) still printed.",
+		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on\n"
+		"--cpu, over veth between two private namespaces (--path lo: their\n"
+		"loopback; two hosts: 'hwts --listen' on one, 'hwts --iface IF --peer\n"
+		"ADDR' on the other), and splits their latency with SO_TIMESTAMPING\n"
+		"(user->qdisc/driver/NIC, NIC->kernel, kernel->user). Conditions, in 5\n"
+		"interleaved rounds: idle, and awake: the CPU kept out of idle states\n"
+		"by /dev/cpu_dma_latency = 0 (pmqos) or a SCHED_IDLE spinner (spin;\n"
+		"auto takes spin when the CPU has no cpuidle state besides POLL).\n"
+		"Late: kernel->user above the awake p50 + --late (25 us: a shallow\n"
+		"state adds a few us, C6 100-300 us). Threshold 5 %: the original's\n"
+		"C6 exits hit some packets, not the median; noise that hits both\n"
+		"conditions cancels. SKIP 125: the CPU entered idle < 0.9 times per\n"
+		"packet, or more awake packets were late than idle ones. SKIP 129\n"
+		"'no cpuidle states' (--awake auto), with the halt penalty printed.",
 	.example = "hwts --awake spin --cpu 1",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
 	.metric = "late_added",
