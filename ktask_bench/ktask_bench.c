@@ -325,27 +325,20 @@ static double unmap_region(struct job *j)
 	return (double)(kr_now_ns() - t0) / 1e9;
 }
 
-static uint64_t meminfo(const char *key)
+/* a "Key: value" of a /proc file; dflt when absent */
+static double kv(const char *path, const char *key, double dflt)
 {
 	static char text[8192];
 	uint64_t v = 0;
 
-	if (kr_read_file("/proc/meminfo", text, sizeof(text)) < 0 || kr_kv_get(text, key, &v) < 0)
-		return 0;
-	return v;
+	if (kr_read_file(path, text, sizeof(text)) < 0 || kr_kv_get(text, key, &v) < 0)
+		return dflt;
+	return (double)v;
 }
-
+#define meminfo(key) ((uint64_t)kv("/proc/meminfo", key, 0))
 /* fraction of the region backed by huge pages: the check that THP really happened */
-static double thp_fraction(const struct job *j)
-{
-	static char text[4096];
-	uint64_t kb = 0;
-
-	if (kr_read_file("/proc/self/smaps_rollup", text, sizeof(text)) < 0 ||
-	    kr_kv_get(text, "AnonHugePages", &kb) < 0)
-		return NAN;
-	return (double)kb * 1024 / (double)j->size;
-}
+#define thp_fraction(j) (kv("/proc/self/smaps_rollup", "AnonHugePages", NAN) * 1024 / \
+			 (double)(j)->size)
 
 /* One cycle on fresh memory of kind k: map, the kernel clears it with n threads, rep
  * stosb (and with stream movnti) over it with m threads, munmap. t: clear, memset,
@@ -395,8 +388,8 @@ static void measuref(double v, const char *fmt, ...)
 /* ---- the scaling measurement ---- */
 
 static struct result {
-	double clear[MAX_POINTS][MAX_REPEAT], memset[MAX_POINTS][MAX_REPEAT];
-	double unmap[MAX_POINTS][MAX_REPEAT], delay[MAX_POINTS][MAX_REPEAT];
+	double t[3][MAX_POINTS][MAX_REPEAT]; /* best clear, memset, munmap s */
+	double delay[MAX_POINTS][MAX_REPEAT]; /* run delay share of the best clear */
 	double other[MAX_REPEAT]; /* 1 thread, huge pages faulted at the other end */
 	double cold, huge_min;	  /* first pass; lowest share of huge pages seen */
 	int nrep;
@@ -413,7 +406,7 @@ static int measure_repeat(struct job *j, enum kind k, int r)
 	int e;
 
 	for (int i = 0; i < npoints; i++)
-		rs->clear[i][r] = rs->memset[i][r] = rs->unmap[i][r] = INFINITY;
+		rs->t[0][i][r] = rs->t[1][i][r] = rs->t[2][i][r] = INFINITY;
 	for (int pass = 0; pass < PASSES; pass++) {
 		for (int i = 0; i < npoints; i++) {
 			if ((e = cycle(j, k, points[i], points[i], false, t, &delay, &huge)))
@@ -421,10 +414,10 @@ static int measure_repeat(struct job *j, enum kind k, int r)
 			rs->huge_min = fmin(rs->huge_min, huge);
 			kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.6f,%.3f", kind_names[k],
 				   method_names[j->method], points[i], r, pass, t[0], t[1], t[3], delay);
-			if (t[0] < rs->clear[i][r])
-				rs->clear[i][r] = t[0], rs->delay[i][r] = delay;
-			rs->memset[i][r] = fmin(rs->memset[i][r], t[1]);
-			rs->unmap[i][r] = fmin(rs->unmap[i][r], t[3]);
+			if (t[0] < rs->t[0][i][r])
+				rs->t[0][i][r] = t[0], rs->delay[i][r] = delay;
+			rs->t[1][i][r] = fmin(rs->t[1][i][r], t[1]);
+			rs->t[2][i][r] = fmin(rs->t[2][i][r], t[3]);
 		}
 	}
 	/* Huge pages, one thread, faulted at the other end: folio_zero_user clears the 4 KiB
@@ -458,10 +451,10 @@ static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdi
 	kr_say("thr speedup   min s  med s  stdev  GiB/s  memset  clear/  munmap");
 	kr_say("                                           GiB/s  memset      ms");
 	for (int i = 0; i < npoints; i++) {
-		double (*src[3])[MAX_REPEAT] = { rs->clear, rs->memset, rs->unmap }, tmp[MAX_REPEAT];
+		double tmp[MAX_REPEAT];
 		struct kr_stats s[3];
 		for (int q = 0; q < 3; q++) {
-			memcpy(tmp, src[q][i], (size_t)nrep * sizeof(double));
+			memcpy(tmp, rs->t[q][i], (size_t)nrep * sizeof(double));
 			kr_stats(tmp, (size_t)nrep, &s[q]);
 		}
 		t1min = i ? t1min : s[0].min;
@@ -485,13 +478,13 @@ static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdi
 	double t1 = INFINITY, tn = INFINITY, mn = INFINITY, e = NAN;
 	for (int r = 0; r < nrep; r++) {
 		double d = cfg.method == M_FALLOCATE ? 0 : fmax(rs->delay[0][r], rs->delay[vp][r]);
-		if (ktask_rule(rs->clear[0][r], rs->clear[vp][r], rs->memset[vp][r], n, d,
+		if (ktask_rule(rs->t[0][0][r], rs->t[0][vp][r], rs->t[1][vp][r], n, d,
 			       threshold, &e) == KR_SKIP)
 			continue;
 		judged++;
-		t1 = fmin(t1, rs->clear[0][r]);
-		tn = fmin(tn, rs->clear[vp][r]);
-		mn = fmin(mn, rs->memset[vp][r]);
+		t1 = fmin(t1, rs->t[0][0][r]);
+		tn = fmin(tn, rs->t[0][vp][r]);
+		mn = fmin(mn, rs->t[1][vp][r]);
 	}
 	e = NAN;
 	*vote = judged ? ktask_rule(t1, tn, mn, n, 0, threshold, &e) : KR_SKIP;
@@ -516,7 +509,7 @@ static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdi
 	if (k != K_4K && cfg.method != M_FALLOCATE) {
 		double o = INFINITY, m1 = INFINITY;
 		for (int r = 0; r < nrep; r++)
-			o = fmin(o, rs->other[r]), m1 = fmin(m1, rs->memset[0][r]);
+			o = fmin(o, rs->other[r]), m1 = fmin(m1, rs->t[1][0][r]);
 		kr_say("1 thr, fault at the %s of each 2 MiB (cleared %s): %.2f GiB/s",
 		       top ? "top" : "base", top ? "upwards" : "downwards", gib / o);
 		kr_say("  = %.2f of memset; the table's passes clear each 2 MiB %s", m1 / o,
