@@ -577,30 +577,21 @@ static int reserve_hugepages(uint64_t need)
 
 /* ---- --measure clearing: one thread of the kernel against two ceilings ---- */
 
-/* Kernel clearing of 2 MiB hugetlb pages below this share of the cached-store ceiling FAILs.
- * Upstream, the sequential clear_pages() series doubled demand-fault clearing on AMD Genoa
- * (11.8 -> 23.6 GB/s: about 0.5 -> 1.0 of its ceiling; Milan 2 MiB 12.9 -> 17.0). Measured
- * on 6.18 (without it): 0.42-0.51 on an AMD-hosted VM, where the top-down order is the cost
- * (faulted at the last byte, cleared bottom-up: 0.85-1.05); on an Intel-hosted one the order
- * costs nothing and 4 KiB at a time costs 0.93 of one long rep stosb in the host's fast
- * phases, ~0.7 in its slow ones: median pair ratio 0.66-0.93, 20 of 20 runs (2026-11-23).
- * 0.58 lies between with a margin on both sides. THP adds the page allocator, 1 GiB pages
- * are cleared in order: both are shown, the 2 MiB hugetlb page decides. */
+/* FAIL: 2 MiB hugetlb pages cleared at less than this share of rep stosb. The sequential
+ * clear_pages() series took AMD Genoa from ~0.5 to ~1.0 of its ceiling (11.8 -> 23.6 GB/s).
+ * 6.18 without it: 0.42-0.51 on an AMD-hosted VM (top-down order; bottom-up 0.85-1.05),
+ * 0.66-0.93 on an Intel-hosted one, where the order costs nothing (20 of 20, 2026-11-23).
+ * THP adds the page allocator, 1 GiB pages clear in order: shown; 2 MiB hugetlb decides. */
 #define CLEARING_THRESHOLD 0.58
 #define CLEARING_MARGIN 0.04 /* closer than this to the threshold: inconclusive */
-/* passes per --repeat: a 512 MiB pass takes ~60 ms; another task's memory traffic only
- * ever slows a pass */
-#define CLEARING_PASSES 4
-/* time budget without --duration: up to 12 passes of three kinds, the 1 GiB page's cold
- * warm-up alone ~4 s here (the hard cap is 35 s) */
-#define CLEARING_BUDGET 20.0
+#define CLEARING_PASSES 4    /* per --repeat: a 512 MiB pass takes ~60 ms */
+#define CLEARING_BUDGET 20.0 /* s without --duration; the 1 GiB warm-up alone ~4 s */
 #define CLEARING_UNITS 2 /* a pass (clear, rep stosb, movnti) in probe units (clear, stosb) */
-/* Each kernel pass is paired with the rep stosb and movnti passes right after it on the
- * same memory; the verdict is the median of the per-pair ratios. The host's memory goes
- * through phases of seconds (Intel-hosted VM, 6.18: 4 KiB clears ~8.3 -> ~5.7 GiB/s, one
- * long rep stosb 8.7 -> 7.5-8.5); fastest over fastest took the two from different phases
- * (0.60-0.95 between runs), a pair lies within one. Pairs whose thread waited > MAX_DELAY
- * do not vote; fewer than CLEARING_MIN_PAIRS voting: inconclusive. */
+/* Each kernel pass is paired with the user passes right after it on the same memory and
+ * the verdict is the median pair ratio: the host's memory goes through phases of seconds
+ * (4 KiB clears 8.3 -> 5.7 GiB/s, rep stosb 8.7 -> 7.5-8.5) and fastest over fastest took
+ * the two from different phases (0.60-0.95 between runs). Pairs whose thread waited
+ * > MAX_DELAY do not vote; fewer than CLEARING_MIN_PAIRS voting: inconclusive. */
 #define CLEARING_MIN_PAIRS 3
 #define CLEARING_MAX (MAX_REPEAT * CLEARING_PASSES)
 
@@ -666,8 +657,7 @@ static int hot_subpage(int target, unsigned *seed)
 		double sum = 0;
 		for (int i = b; i < b + BUCKET; i++)
 			sum += lat[i];
-		if (sum < best_sum)
-			best_sum = sum, best = b;
+		best = sum < best_sum ? (best_sum = sum, b) : best;
 	}
 	return best + BUCKET / 2;
 #else
