@@ -1230,8 +1230,9 @@ static struct kr_prog prog = {
 		"--trigger: fallocate() chunks of ONE hugetlbfs file from every thread;\n"
 		"inode_lock serialises them: FAIL.\n"
 		"--measure clearing: one thread of the kernel clearing fresh 2 MiB, THP and\n"
-		"1 GiB pages against rep stosb and movnti over the same memory, and the order\n"
-		"it clears a 2 MiB page in (which subpages are cache-hot afterwards).",
+		"1 GiB pages against rep stosb and movnti over the same memory (FAIL below 0.58\n"
+		"of rep stosb: its own rule), and the order it clears a 2 MiB page in (which\n"
+		"subpages are cache-hot afterwards).",
 	.example = "ktask_bench --size 2G --pages hugetlb,thp --threads 2 --csv scaling.csv",
 	.flags = KR_NEEDS_ROOT | KR_OPT_REPEAT | KR_OPT_TRIGGER,
 	.metric = "efficiency",
