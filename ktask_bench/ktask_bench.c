@@ -2,36 +2,29 @@
 /*
  * Description: parallel, NUMA-aware clearing of large memory against one thread (ktask).
  *
- * Memory handed to a process must be zeroed first. The kernel does it at fault time, one
- * page (or one 2 MiB folio, folio_zero_user) per fault, in the faulting thread: clearing
- * 100 GiB of huge pages took 41 s on one thread in the ktask RFC. ktask split such work
- * into chunks handed to per-NUMA-node kernel threads (2.0x at 2 threads, 10x at 16);
- * upstream never merged it (padata_do_multithreaded serves boot-time work only), so a
- * process parallelises clearing itself: several threads fault in disjoint chunks by
- * MADV_POPULATE_WRITE or by touching them. That scales unless something in the kernel
- * serialises the threads: hugetlbfs fallocate() takes inode_lock for the whole call, so
- * threads clearing one file take turns (--trigger shows it).
+ * The kernel zeroes memory at fault time, one page or one 2 MiB folio per fault
+ * (folio_zero_user), in the faulting thread: 100 GiB of huge pages took 41 s on one
+ * thread in the ktask RFC, which handed chunks to per-node kernel threads (2.0x at 2,
+ * 10x at 16). Upstream never merged it (padata_do_multithreaded serves boot-time work),
+ * so a process clears in parallel itself: threads fault in disjoint chunks by
+ * MADV_POPULATE_WRITE or by touching them. That scales unless the kernel serialises
+ * them: hugetlbfs fallocate() holds inode_lock for the whole call (--trigger).
  *
- * This program clears --size bytes of hugetlb, THP or 4 KiB pages with 1, 2, 4 .. N
- * threads (chunks from a shared counter per node, each worker bound with libnuma to the
- * node that owns its chunk, memory bound to that node), measures the ceiling (rep stosb
- * over the same, already faulted memory, same thread counts) and the munmap time, and
- * prints the ktask table. The verdict is the parallel efficiency at the largest N that has
- * a CPU of its own: speedup(N) against the speedup the machine can give, min(N, memset
- * bandwidth at N threads / kernel clearing bandwidth at 1), so that a host at its memory
- * bandwidth wall does not fail every kernel.
+ * Workload: --size of hugetlb, THP or 4 KiB pages cleared by 1, 2, 4 .. N threads that
+ * take chunks from a per-node counter, each bound (libnuma) to the node of its chunk.
+ * Measured: the clear, rep stosb over the same faulted memory (the ceiling), munmap.
+ * Verdict: the efficiency at the largest N with a CPU each, speedup(N) / min(N, memset
+ * GiB/s at N / kernel GiB/s at 1), so a host at its bandwidth wall fails no kernel.
  *
- * --measure clearing is the second verdict: how fast one thread of the kernel clears fresh
- * huge pages (2 MiB hugetlb, THP, 1 GiB hugetlb) against two user-space ceilings on the same
- * memory, cached stores (rep stosb) and non-temporal stores. Up to 2026 the kernel cleared a
- * huge page 4 KiB at a time with cached stores, in an order that ends at the faulting
- * subpage (process_huge_page); Ankur Arora's clear_pages() / "folio_zero_user: clear pages
+ * --measure clearing, the second verdict: one thread of the kernel clearing fresh huge
+ * pages against rep stosb and movnti over the same memory. Up to 2026 the kernel cleared
+ * a huge page 4 KiB at a time with cached stores, ending at the faulting subpage
+ * (process_huge_page); Ankur Arora's clear_pages() / "folio_zero_user: clear pages
  * sequentially" series doubled that on AMD Genoa (11.8 -> 23.6 GB/s).
  *
- * Pitfalls of this KVM guest: free page reporting gives freed memory back to the host
- * about 2 s after it is freed, and the first touch of such memory costs an EPT fault and
- * a host-side clear (0.4-1 GiB/s). So every kind is warmed up once (that pass is the
- * "cold" figure) and the timed passes follow back to back, reusing warm memory.
+ * KVM guests: free page reporting gives freed memory back to the host ~2 s later and
+ * re-faulting it costs an EPT fault and a host clear (0.4-1 GiB/s). So each kind is
+ * warmed up once (the "cold" figure) and the timed passes follow back to back.
  */
 #include "krepro.h"
 
@@ -77,8 +70,7 @@ static struct {
 	int threads;	/* 0: the online CPUs */
 	unsigned kinds; /* bit per enum kind */
 	enum method method;
-	bool method_set, kinds_set, cold, clearing; /* clearing: --measure clearing */
-	bool size_set;
+	bool method_set, kinds_set, cold, clearing, size_set; /* clearing: --measure clearing */
 } cfg = { .size = 512ULL << 20, .chunk = 16ULL << 20, .kinds = SCALING_KINDS,
 	  .method = M_POPULATE };
 
@@ -89,9 +81,8 @@ static struct {
 #define MAX_DELAY 0.10
 #define PASSES 2 /* passes per point and repeat; the repeat keeps the fastest */
 
-/* The speedup the machine can give n threads of kernel clearing that take t1 seconds on one
- * thread: n, unless n threads of memset over the same memory (mn seconds) hit the memory
- * bandwidth wall first. Never below 1. mn unknown (not finite or <= 0): n. */
+/* The speedup the machine can give n threads of kernel clearing that take t1 s on one:
+ * n, unless n threads of memset (mn s) hit the bandwidth wall first; never below 1. */
 static double ideal_speedup(double t1, double mn, int n)
 {
 	if (!(mn > 0) || !isfinite(mn))
@@ -99,8 +90,8 @@ static double ideal_speedup(double t1, double mn, int n)
 	return fmax(1, fmin(n, t1 / mn));
 }
 
-/* One verdict: efficiency = (t1 / tn) / ideal_speedup(t1, mn, n); FAIL below the threshold;
- * SKIP when either pass was disturbed (delay: the larger run-delay share of the two). */
+/* efficiency = (t1 / tn) / ideal_speedup; FAIL below the threshold; SKIP when a pass was
+ * disturbed (delay: the larger run-delay share of the two). */
 static enum kr_verdict ktask_rule(double t1, double tn, double mn, int n, double delay,
 				  double threshold, double *eff)
 {
@@ -134,9 +125,9 @@ static int parse_kinds(const char *s)
 		return ALL_KINDS; /* narrowed to the --measure's kinds in validate() */
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		int k;
-		for (k = 0; k < NKINDS && strcmp(w, kind_names[k]); k++)
-			;
+		int k = 0;
+		while (k < NKINDS && strcmp(w, kind_names[k]))
+			k++;
 		if (k == NKINDS)
 			return -1;
 		mask |= 1 << k;
@@ -170,31 +161,22 @@ struct worker {
 
 static bool numa_ok;
 
-/* The userspace ceiling: the string store of the kernel's clear_page_erms, but of a
- * non-zero byte, so that the next clear of these pages zeroes real data. */
-static void fill_pattern(void *p, size_t n)
+/* The ceilings, of a non-zero byte so that the next clear zeroes real data: the string
+ * store of the kernel's clear_page_erms (cached), or movnti, non-temporal stores that skip
+ * the read-for-ownership (what the unmerged 2020-21 clearing series used). */
+static void fill(void *p, size_t n, bool stream)
 {
 #if defined(__x86_64__)
-	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0x5a) : "memory");
-#else
-	memset(p, 0x5a, n);
-#endif
-}
-
-/* The other ceiling: non-temporal stores (movnti), which bypass the cache and so skip the
- * read-for-ownership of every line: what the unmerged 2020-21 clearing series used. */
-static void fill_stream(void *p, size_t n)
-{
-#if defined(__x86_64__)
-	const long long v = 0x5a5a5a5a5a5a5a5aLL;
-	for (long long *q = p, *end = (long long *)((char *)p + n); q < end; q += 4) {
-		_mm_stream_si64(q, v);
-		_mm_stream_si64(q + 1, v);
-		_mm_stream_si64(q + 2, v);
-		_mm_stream_si64(q + 3, v);
+	if (!stream) {
+		__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(0x5a) : "memory");
+		return;
 	}
+	for (long long *q = p, *end = (long long *)((char *)p + n); q < end; q += 4)
+		for (int i = 0; i < 4; i++)
+			_mm_stream_si64(q + i, 0x5a5a5a5a5a5a5a5aLL);
 	_mm_sfence();
 #else
+	(void)stream;
 	memset(p, 0x5a, n);
 #endif
 }
@@ -203,15 +185,14 @@ static int do_chunk(struct job *j, uint64_t off, uint64_t len)
 {
 	char *p = j->base + off;
 
-	if (j->op == OP_MEMSET || j->op == OP_STREAM) {
-		(j->op == OP_MEMSET ? fill_pattern : fill_stream)(p, len);
+	if (j->op != OP_CLEAR) {
+		fill(p, len, j->op == OP_STREAM);
 		return 0;
 	}
 	switch (j->method) {
 	case M_POPULATE:
 		return madvise(p, len, MADV_POPULATE_WRITE);
-	case M_TOUCH:
-		/* the last byte: folio_zero_user then clears the 2 MiB bottom-up */
+	case M_TOUCH: /* the last byte: folio_zero_user then clears the 2 MiB bottom-up */
 		for (uint64_t o = j->stride - 1; o < len; o += j->stride)
 			((volatile char *)p)[o] = 0;
 		return 0;
@@ -225,29 +206,22 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct job *j = w->job;
+	struct kr_schedstat s0 = { 0 }, s1 = { 0 };
 
-	/* ktask: a worker runs on the node that owns its chunks, allocating there */
-	if (numa_ok) {
+	if (numa_ok) { /* ktask: a worker runs on the node that owns its chunks */
 		numa_run_on_node(j->part_node[w->part]);
 		numa_set_localalloc();
 	}
-	struct kr_schedstat s0 = { 0 }, s1 = { 0 };
 	pthread_barrier_wait(&j->go);
 	kr_read_schedstat(getpid(), kr_gettid(), &s0);
 	w->t_start = kr_now_ns();
-	/* own node's chunks first, then help the other nodes */
-	for (int k = 0; k < j->nparts; k++) {
+	for (int k = 0; k < j->nparts; k++) { /* own node's chunks first, then help others */
 		int p = (w->part + k) % j->nparts;
-		for (;;) {
-			uint64_t c = atomic_fetch_add(&j->next[p], 1);
-			if (c >= j->part_end[p])
-				break;
+		for (uint64_t c; (c = atomic_fetch_add(&j->next[p], 1)) < j->part_end[p];) {
 			uint64_t off = c * j->chunk;
-			uint64_t len = j->size - off < j->chunk ? j->size - off : j->chunk;
-			if (do_chunk(j, off, len) < 0) {
-				int zero = 0;
+			int zero = 0;
+			if (do_chunk(j, off, j->size - off < j->chunk ? j->size - off : j->chunk) < 0)
 				atomic_compare_exchange_strong(&j->err, &zero, errno ? errno : EIO);
-			}
 		}
 	}
 	w->t_end = kr_now_ns();
@@ -280,23 +254,18 @@ static double run_pass(struct job *j, enum op op, int n)
 	for (int i = 0; i < n; i++)
 		pthread_join(w[i].thread, NULL);
 	pthread_barrier_destroy(&j->go);
-	/* from the first worker's start to the last one's end: our own (main) thread may
-	 * get a CPU only after the workers are done */
+	/* first worker's start to last one's end: main may get a CPU only after them */
 	int64_t t0 = w[0].t_start, t1 = w[0].t_end;
-	for (int i = 1; i < n; i++) {
+	double waited = 0;
+	for (int i = 0; i < n; i++) {
 		t0 = w[i].t_start < t0 ? w[i].t_start : t0;
 		t1 = w[i].t_end > t1 ? w[i].t_end : t1;
+		waited += (double)w[i].wait_ns / 1e9;
 	}
 	double s = (double)(t1 - t0) / 1e9;
-	/* the workers' share of the pass spent waiting for a CPU (beyond their own number) */
-	double waited = 0;
-	for (int i = 0; i < n; i++)
-		waited += (double)w[i].wait_ns / 1e9;
-	j->delay = waited / (s * n);
-	if (atomic_load(&j->err)) {
-		errno = atomic_load(&j->err);
+	j->delay = waited / (s * n); /* the workers' share of the pass waiting for a CPU */
+	if ((errno = atomic_load(&j->err)))
 		return -1;
-	}
 	return s;
 }
 
@@ -306,7 +275,7 @@ static int map_region(struct job *j, enum kind k)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (k == K_HUGETLB ? MAP_HUGETLB : 0) |
 		    (k == K_1G ? MAP_HUGETLB | MAP_HUGE_1GB : 0);
-	uint64_t extra = k == K_THP ? HPAGE_SIZE : 0;
+	uint64_t extra = k == K_THP ? HPAGE_SIZE : 0, size = j->size;
 
 	j->fd = -1;
 	j->base = NULL;
@@ -315,43 +284,32 @@ static int map_region(struct job *j, enum kind k)
 		j->fd = memfd_create("krepro-ktask_bench", MFD_HUGETLB | MFD_CLOEXEC);
 		return j->fd < 0 ? -1 : 0;
 	}
-	char *p = mmap(NULL, j->size + extra, PROT_READ | PROT_WRITE, flags, -1, 0);
+	char *p = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
 	if (extra) { /* THP needs 2 MiB alignment: trim the mapping to it */
 		char *a = (char *)(((uintptr_t)p + HPAGE_SIZE - 1) & ~(uintptr_t)(HPAGE_SIZE - 1));
 		if (a > p)
 			munmap(p, (size_t)(a - p));
-		if (a + j->size < p + j->size + extra)
-			munmap(a + j->size, (size_t)(p + j->size + extra - (a + j->size)));
+		if (a + size < p + size + extra)
+			munmap(a + size, (size_t)(p + size + extra - (a + size)));
 		p = a;
 	}
-	if (k == K_THP && madvise(p, j->size, MADV_HUGEPAGE) < 0)
+	if (k == K_THP && madvise(p, size, MADV_HUGEPAGE) < 0)
 		return -1;
-	if (k == K_4K && madvise(p, j->size, MADV_NOHUGEPAGE) < 0)
+	if (k == K_4K && madvise(p, size, MADV_NOHUGEPAGE) < 0)
 		return -1;
 	j->base = p;
-	/* each node's part of the region lives on that node */
-	uint64_t nchunks = (j->size + j->chunk - 1) / j->chunk;
-	for (int i = 0; numa_ok && i < j->nparts; i++) {
+	uint64_t nchunks = (size + j->chunk - 1) / j->chunk;
+	for (int i = 0; numa_ok && i < j->nparts; i++) { /* each node's part lives there */
 		uint64_t b = nchunks * (uint64_t)i / (uint64_t)j->nparts * j->chunk;
 		uint64_t e = nchunks * (uint64_t)(i + 1) / (uint64_t)j->nparts * j->chunk;
-		if (e > j->size)
-			e = j->size;
+		if (e > size)
+			e = size;
 		if (e > b)
 			numa_tonode_memory(p + b, (size_t)(e - b), j->part_node[i]);
 	}
 	return 0;
-}
-
-/* after fallocate: map the file, its pages already cleared, for the memset pass */
-static int map_file(struct job *j)
-{
-	char *p = mmap(NULL, j->size, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
-	if (p == MAP_FAILED)
-		return -1;
-	j->base = p;
-	return madvise(p, j->size, MADV_POPULATE_WRITE); /* maps, does not clear again */
 }
 
 /* seconds to free the region (munmap, and close of the file) */
@@ -367,33 +325,71 @@ static double unmap_region(struct job *j)
 	return (double)(kr_now_ns() - t0) / 1e9;
 }
 
-static uint64_t meminfo(const char *key)
+/* a "Key: value" of a /proc file; dflt when absent */
+static double kv(const char *path, const char *key, double dflt)
 {
 	static char text[8192];
 	uint64_t v = 0;
 
-	if (kr_read_file("/proc/meminfo", text, sizeof(text)) < 0 || kr_kv_get(text, key, &v) < 0)
-		return 0;
-	return v;
+	if (kr_read_file(path, text, sizeof(text)) < 0 || kr_kv_get(text, key, &v) < 0)
+		return dflt;
+	return (double)v;
 }
-
+#define meminfo(key) ((uint64_t)kv("/proc/meminfo", key, 0))
 /* fraction of the region backed by huge pages: the check that THP really happened */
-static double thp_fraction(const struct job *j)
-{
-	static char text[4096];
-	uint64_t kb = 0;
+#define thp_fraction(j) (kv("/proc/self/smaps_rollup", "AnonHugePages", NAN) * 1024 / \
+			 (double)(j)->size)
 
-	if (kr_read_file("/proc/self/smaps_rollup", text, sizeof(text)) < 0 ||
-	    kr_kv_get(text, "AnonHugePages", &kb) < 0)
-		return NAN;
-	return (double)kb * 1024 / (double)j->size;
+/* One cycle on fresh memory of kind k: map, the kernel clears it with n threads, rep
+ * stosb (and with stream movnti) over it with m threads, munmap. t: clear, memset,
+ * movnti, munmap seconds; delay: the largest run-delay share; huge: the share of huge
+ * pages after the clear. 0 or an exit code. */
+static int cycle(struct job *j, enum kind k, int n, int m, bool stream, double t[4],
+		 double *delay, double *huge)
+{
+	uint64_t free_before = meminfo("HugePages_Free");
+
+	if (map_region(j, k) < 0)
+		return kr_error("cannot map %.2f GiB of %s pages: %s", j->size / GIB,
+				kind_names[k], strerror(errno));
+	if ((t[0] = run_pass(j, OP_CLEAR, n)) < 0)
+		return kr_error("clearing %s pages (%s): %s", kind_names[k],
+				method_names[j->method], strerror(errno));
+	*delay = j->delay;
+	*huge = k == K_THP ? thp_fraction(j) : k == K_HUGETLB ?
+		(double)(free_before - meminfo("HugePages_Free")) * HPAGE_SIZE / (double)j->size : 1;
+	if (j->method == M_FALLOCATE) { /* map the file, its pages cleared, for memset */
+		char *p = mmap(NULL, j->size, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
+		if (p == MAP_FAILED || madvise(j->base = p, j->size, MADV_POPULATE_WRITE) < 0)
+			return kr_error("mapping the hugetlb file: %s", strerror(errno));
+	}
+	for (int i = 1; i < (stream ? 3 : 2); i++) {
+		if ((t[i] = run_pass(j, i == 1 ? OP_MEMSET : OP_STREAM, m)) < 0)
+			return kr_error("memset: %s", strerror(errno));
+		*delay = stream ? fmax(*delay, j->delay) : *delay;
+	}
+	t[3] = unmap_region(j);
+	return 0;
 }
 
-/* ---- the measurement ---- */
+/* a measurement whose key is formatted */
+static void measuref(double v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void measuref(double v, const char *fmt, ...)
+{
+	char key[64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	kr_measure(key, v);
+}
+
+/* ---- the scaling measurement ---- */
 
 static struct result {
-	double clear[MAX_POINTS][MAX_REPEAT], memset[MAX_POINTS][MAX_REPEAT];
-	double unmap[MAX_POINTS][MAX_REPEAT], delay[MAX_POINTS][MAX_REPEAT];
+	double t[3][MAX_POINTS][MAX_REPEAT]; /* best clear, memset, munmap s */
+	double delay[MAX_POINTS][MAX_REPEAT]; /* run delay share of the best clear */
 	double other[MAX_REPEAT]; /* 1 thread, huge pages faulted at the other end */
 	double cold, huge_min;	  /* first pass; lowest share of huge pages seen */
 	int nrep;
@@ -401,42 +397,27 @@ static struct result {
 
 static int npoints, points[MAX_POINTS], verdict_point;
 
-/* One clear + memset + munmap of kind k at every thread count; 0 or an exit code. */
+/* One repeat of kind k: the best of PASSES cycles per thread count (A B A B: other tasks
+ * and the host only ever slow a pass down). 0 or an exit code. */
 static int measure_repeat(struct job *j, enum kind k, int r)
 {
+	struct result *rs = &res[k];
+	double t[4], delay, huge;
+	int e;
+
 	for (int i = 0; i < npoints; i++)
-		res[k].clear[i][r] = res[k].memset[i][r] = res[k].unmap[i][r] = INFINITY;
-	/* a repeat keeps the best of PASSES passes per point (A B A B): other tasks and the
-	 * host only ever slow a pass down */
+		rs->t[0][i][r] = rs->t[1][i][r] = rs->t[2][i][r] = INFINITY;
 	for (int pass = 0; pass < PASSES; pass++) {
 		for (int i = 0; i < npoints; i++) {
-			uint64_t huge_before = meminfo("HugePages_Free");
-			double tc, tm, tu;
-
-			if (map_region(j, k) < 0)
-				return kr_error("cannot map %.2f GiB of %s pages: %s", j->size / GIB,
-						kind_names[k], strerror(errno));
-			if ((tc = run_pass(j, OP_CLEAR, points[i])) < 0)
-				return kr_error("clearing %s pages (%s): %s", kind_names[k],
-						method_names[j->method], strerror(errno));
-			double delay = j->delay;
-			double huge = k == K_THP ? thp_fraction(j) : k == K_HUGETLB ?
-				(double)(huge_before - meminfo("HugePages_Free")) * HPAGE_SIZE /
-				(double)j->size : 1;
-			res[k].huge_min = fmin(res[k].huge_min, huge);
-			if (j->method == M_FALLOCATE && map_file(j) < 0)
-				return kr_error("mapping the hugetlb file: %s", strerror(errno));
-			if ((tm = run_pass(j, OP_MEMSET, points[i])) < 0)
-				return kr_error("memset: %s", strerror(errno));
-			tu = unmap_region(j);
+			if ((e = cycle(j, k, points[i], points[i], false, t, &delay, &huge)))
+				return e;
+			rs->huge_min = fmin(rs->huge_min, huge);
 			kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.6f,%.3f", kind_names[k],
-				   method_names[j->method], points[i], r, pass, tc, tm, tu, delay);
-			if (tc < res[k].clear[i][r]) {
-				res[k].clear[i][r] = tc;
-				res[k].delay[i][r] = delay;
-			}
-			res[k].memset[i][r] = fmin(res[k].memset[i][r], tm);
-			res[k].unmap[i][r] = fmin(res[k].unmap[i][r], tu);
+				   method_names[j->method], points[i], r, pass, t[0], t[1], t[3], delay);
+			if (t[0] < rs->t[0][i][r])
+				rs->t[0][i][r] = t[0], rs->delay[i][r] = delay;
+			rs->t[1][i][r] = fmin(rs->t[1][i][r], t[1]);
+			rs->t[2][i][r] = fmin(rs->t[2][i][r], t[3]);
 		}
 	}
 	/* Huge pages, one thread, faulted at the other end: folio_zero_user clears the 4 KiB
@@ -444,148 +425,99 @@ static int measure_repeat(struct job *j, enum kind k, int r)
 	 * top-down and one at the last byte (touch) bottom-up; the CPU's stores care. */
 	if (k != K_4K && j->method != M_FALLOCATE) {
 		enum method m = j->method;
-		double t;
 		j->method = m == M_POPULATE ? M_TOUCH : M_POPULATE;
-		if (map_region(j, k) < 0 || (t = run_pass(j, OP_CLEAR, 1)) < 0)
-			return kr_error("clearing %s pages (%s): %s", kind_names[k],
-					method_names[j->method], strerror(errno));
-		run_pass(j, OP_MEMSET, points[verdict_point]);
-		unmap_region(j);
+		e = cycle(j, k, 1, points[verdict_point], false, t, &delay, &huge);
 		j->method = m;
-		res[k].other[r] = t;
+		if (e)
+			return e;
+		rs->other[r] = t[0];
 	}
 	return 0;
 }
 
-/* warm-up: the first pass over fresh memory, timed as the cold figure */
-static int warm_up(struct job *j, enum kind k)
+/* the ktask table of one kind and its vote; returns its efficiency */
+static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdict *vote)
 {
-	if (map_region(j, k) < 0)
-		return kr_error("cannot map %.2f GiB of %s pages: %s", j->size / GIB, kind_names[k],
-				strerror(errno));
-	double t = run_pass(j, OP_CLEAR, points[verdict_point]);
-	if (t < 0)
-		return kr_error("clearing %s pages (%s): %s", kind_names[k], method_names[j->method],
-				strerror(errno));
-	res[k].cold = t;
-	res[k].huge_min = 1;
-	if (k == K_THP && thp_fraction(j) < 0.9) {
-		double f = thp_fraction(j);
-		unmap_region(j);
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs (memory "
-			       "fragmented; AnonHugePages in /proc/self/smaps_rollup)", 100 * f);
-	}
-	/* Leave data in the pages, like every timed pass: on this host, zeroing memory that is
-	 * already zero can be faster, and freed memory normally holds data. */
-	if (j->method == M_FALLOCATE && map_file(j) < 0)
-		return kr_error("mapping the hugetlb file: %s", strerror(errno));
-	run_pass(j, OP_MEMSET, points[verdict_point]);
-	unmap_region(j);
-	return 0;
-}
-
-/* the ktask table of one kind; returns its efficiency (median over repeats) */
-static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdict *votes,
-			  int *nvotes)
-{
+	static const char *const keys[] = { "min_s", "median_s", "stdev_s", "gib_s",
+		"memset_gib_s", "ceiling_fraction", "munmap_ms", "speedup" };
 	struct result *rs = &res[k];
-	double gib = (double)cfg.size / GIB, t1min = 0, eff_one;
-	char key[64];
+	double gib = (double)cfg.size / GIB, t1min = 0;
+	const char *kn = kind_names[k];
+	bool top = cfg.method == M_POPULATE;
 
-	kr_say("%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", kind_names[k],
-	       cfg.method == M_POPULATE ? "MADV_POPULATE_WRITE" : cfg.method == M_TOUCH ?
-	       "first touch" : "fallocate, 1 file", gib,
-	       (unsigned long long)(cfg.chunk >> 20), nrep, nrep > 1 ? "s" : "");
+	kr_say("%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", kn, top ?
+	       "MADV_POPULATE_WRITE" : cfg.method == M_TOUCH ? "first touch" : "fallocate, 1 file",
+	       gib, (unsigned long long)(cfg.chunk >> 20), nrep, nrep > 1 ? "s" : "");
 	kr_say("thr speedup   min s  med s  stdev  GiB/s  memset  clear/  munmap");
 	kr_say("                                           GiB/s  memset      ms");
 	for (int i = 0; i < npoints; i++) {
-		struct kr_stats c, m, u;
 		double tmp[MAX_REPEAT];
-		memcpy(tmp, rs->clear[i], (size_t)nrep * sizeof(double));
-		kr_stats(tmp, (size_t)nrep, &c);
-		memcpy(tmp, rs->memset[i], (size_t)nrep * sizeof(double));
-		kr_stats(tmp, (size_t)nrep, &m);
-		memcpy(tmp, rs->unmap[i], (size_t)nrep * sizeof(double));
-		kr_stats(tmp, (size_t)nrep, &u);
-		if (i == 0)
-			t1min = c.min;
+		struct kr_stats s[3];
+		for (int q = 0; q < 3; q++) {
+			memcpy(tmp, rs->t[q][i], (size_t)nrep * sizeof(double));
+			kr_stats(tmp, (size_t)nrep, &s[q]);
+		}
+		t1min = i ? t1min : s[0].min;
+		double v[] = { s[0].min, s[0].median, nrep > 1 ? s[0].stdev : 0, gib / s[0].min,
+			       gib / s[1].min, s[1].min / s[0].min, 1e3 * s[2].median,
+			       t1min / s[0].min };
 		char sp[16] = "      -";
 		if (i)
-			snprintf(sp, sizeof(sp), "%6.2fx", t1min / c.min);
-		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f %7.2f", points[i], sp, c.min,
-		       c.median, nrep > 1 ? c.stdev : 0, gib / c.min, gib / m.min, m.min / c.min,
-		       1e3 * u.median);
-		const char *n = kind_names[k];
-		int t = points[i];
-		snprintf(key, sizeof(key), "%s_t%d_min_s", n, t), kr_measure(key, c.min);
-		snprintf(key, sizeof(key), "%s_t%d_median_s", n, t), kr_measure(key, c.median);
-		snprintf(key, sizeof(key), "%s_t%d_stdev_s", n, t), kr_measure(key, nrep > 1 ? c.stdev : 0);
-		snprintf(key, sizeof(key), "%s_t%d_gib_s", n, t), kr_measure(key, gib / c.min);
-		snprintf(key, sizeof(key), "%s_t%d_memset_gib_s", n, t), kr_measure(key, gib / m.min);
-		snprintf(key, sizeof(key), "%s_t%d_ceiling_fraction", n, t), kr_measure(key, m.min / c.min);
-		snprintf(key, sizeof(key), "%s_t%d_munmap_ms", n, t), kr_measure(key, 1e3 * u.median);
-		snprintf(key, sizeof(key), "%s_t%d_speedup", n, t), kr_measure(key, t1min / c.min);
+			snprintf(sp, sizeof(sp), "%6.2fx", v[7]);
+		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f %7.2f", points[i], sp, v[0], v[1],
+		       v[2], v[3], v[4], v[5], v[6]);
+		for (int q = 0; q < 8; q++)
+			measuref(v[q], "%s_t%d_%s", kn, points[i], keys[q]);
 	}
-	/* a kind's efficiency is from the fastest judged pass at 1 and at N threads, like the
-	 * table's speedup: host noise only ever adds time (a 30 ms pass can double), while a
-	 * lock that serialises the threads shows in every pass, the fastest too */
-	int judged = 0, n = points[verdict_point];
-	double t1 = INFINITY, tn = INFINITY, mn = INFINITY;
+	/* The efficiency is from the fastest judged pass at 1 and at N threads, like the
+	 * speedup: host noise only adds time (a 30 ms pass can double), a lock that
+	 * serialises the threads shows in every pass, the fastest too. Run delay flags other
+	 * tasks on the workers' CPUs; with fallocate on one file the inode_lock handoffs wake
+	 * the workers all the time: there it is the phenomenon, not a disturbance. */
+	int judged = 0, n = points[verdict_point], vp = verdict_point;
+	double t1 = INFINITY, tn = INFINITY, mn = INFINITY, e = NAN;
 	for (int r = 0; r < nrep; r++) {
-		/* run delay flags other tasks on the workers' CPUs; with fallocate on one file
-		 * the inode_lock handoffs wake the workers all the time, so there it is the
-		 * phenomenon itself, not a disturbance */
-		double d = cfg.method == M_FALLOCATE ? 0 :
-			   fmax(rs->delay[0][r], rs->delay[verdict_point][r]);
-		if (ktask_rule(rs->clear[0][r], rs->clear[verdict_point][r],
-			       rs->memset[verdict_point][r], n, d, threshold, &eff_one) == KR_SKIP)
-			continue; /* disturbed: other tasks took the workers' CPUs */
+		double d = cfg.method == M_FALLOCATE ? 0 : fmax(rs->delay[0][r], rs->delay[vp][r]);
+		if (ktask_rule(rs->t[0][0][r], rs->t[0][vp][r], rs->t[1][vp][r], n, d,
+			       threshold, &e) == KR_SKIP)
+			continue;
 		judged++;
-		t1 = fmin(t1, rs->clear[0][r]);
-		tn = fmin(tn, rs->clear[verdict_point][r]);
-		mn = fmin(mn, rs->memset[verdict_point][r]);
+		t1 = fmin(t1, rs->t[0][0][r]);
+		tn = fmin(tn, rs->t[0][vp][r]);
+		mn = fmin(mn, rs->t[1][vp][r]);
 	}
-	double e = NAN;
-	enum kr_verdict v = judged ? ktask_rule(t1, tn, mn, n, 0, threshold, &e) : KR_SKIP;
-	votes[(*nvotes)++] = v;
-	int disturbed = nrep - judged;
-	if (disturbed)
+	e = NAN;
+	*vote = judged ? ktask_rule(t1, tn, mn, n, 0, threshold, &e) : KR_SKIP;
+	if (nrep > judged)
 		kr_say("%d repeat%s not judged: workers waited >%.0f%% of a pass for a CPU",
-		       disturbed, disturbed > 1 ? "s" : "", 100 * MAX_DELAY);
-	snprintf(key, sizeof(key), "%s_disturbed", kind_names[k]), kr_measure(key, disturbed);
+		       nrep - judged, nrep - judged > 1 ? "s" : "", 100 * MAX_DELAY);
 	if (cfg.cold)
 		kr_say("first (warm-up) pass, %d thr: %.2f GiB/s (slow if the host took it back)",
-		       points[verdict_point], gib / rs->cold);
-	snprintf(key, sizeof(key), "%s_cold_gib_s", kind_names[k]), kr_measure(key, gib / rs->cold);
-	snprintf(key, sizeof(key), "%s_efficiency", kind_names[k]), kr_measure(key, e);
+		       n, gib / rs->cold);
 	if (judged) {
 		kr_say("ideal speedup at %d thr: %.2fx = min(%d, memset %d thr %.1f GiB/s", n,
 		       ideal_speedup(t1, mn, n), n, n, gib / mn);
 		kr_say("  / kernel 1 thr %.1f GiB/s); speedup %.2fx", gib / t1, t1 / tn);
 	}
-	snprintf(key, sizeof(key), "%s_ideal_speedup", kind_names[k]);
-	kr_measure(key, judged ? ideal_speedup(t1, mn, n) : NAN);
-	kr_say("%s efficiency at %d threads: %.2f (fastest of %d judged repeat%s)", kind_names[k],
-	       n, e, judged, judged == 1 ? "" : "s");
-	snprintf(key, sizeof(key), "%s_repeats", kind_names[k]), kr_measure(key, nrep);
+	kr_say("%s efficiency at %d threads: %.2f (fastest of %d judged repeat%s)", kn, n, e,
+	       judged, judged == 1 ? "" : "s");
+	measuref(nrep - judged, "%s_disturbed", kn);
+	measuref(gib / rs->cold, "%s_cold_gib_s", kn);
+	measuref(e, "%s_efficiency", kn);
+	measuref(judged ? ideal_speedup(t1, mn, n) : NAN, "%s_ideal_speedup", kn);
+	measuref(nrep, "%s_repeats", kn);
 	if (k != K_4K && cfg.method != M_FALLOCATE) {
 		double o = INFINITY, m1 = INFINITY;
-		for (int r = 0; r < nrep; r++) {
-			o = fmin(o, rs->other[r]);
-			m1 = fmin(m1, rs->memset[0][r]);
-		}
+		for (int r = 0; r < nrep; r++)
+			o = fmin(o, rs->other[r]), m1 = fmin(m1, rs->t[1][0][r]);
 		kr_say("1 thr, fault at the %s of each 2 MiB (cleared %s): %.2f GiB/s",
-		       cfg.method == M_POPULATE ? "top" : "base",
-		       cfg.method == M_POPULATE ? "upwards" : "downwards", gib / o);
+		       top ? "top" : "base", top ? "upwards" : "downwards", gib / o);
 		kr_say("  = %.2f of memset; the table's passes clear each 2 MiB %s", m1 / o,
-		       cfg.method == M_POPULATE ? "downwards" : "upwards");
-		snprintf(key, sizeof(key), "%s_t1_%s_gib_s", kind_names[k],
-			 cfg.method == M_POPULATE ? "bottom_up" : "top_down");
-		kr_measure(key, gib / o);
+		       top ? "downwards" : "upwards");
+		measuref(gib / o, "%s_t1_%s_gib_s", kn, top ? "bottom_up" : "top_down");
 	}
 	if (k != K_4K) {
-		snprintf(key, sizeof(key), "%s_huge_fraction_min", kind_names[k]);
-		kr_measure(key, rs->huge_min);
+		measuref(rs->huge_min, "%s_huge_fraction_min", kn);
 		if (rs->huge_min < 0.9)
 			kr_say("warning: only %.0f%% of the region was huge pages in some pass",
 			       100 * rs->huge_min);
@@ -594,9 +526,8 @@ static double report_kind(enum kind k, int nrep, double threshold, enum kr_verdi
 	return e;
 }
 
-/* ---- requirements, then the run ---- */
+/* ---- the hugetlb pools (journaled: restored after the run, SIGINT, a crash) ---- */
 
-static char orig_nr_hugepages[32];
 #define POOL_2M "/sys/kernel/mm/hugepages/hugepages-2048kB"
 #define POOL_1G "/sys/kernel/mm/hugepages/hugepages-1048576kB"
 
@@ -609,31 +540,31 @@ static uint64_t pool_read(const char *pool, const char *file)
 	return kr_read_u64(path, &v) < 0 ? 0 : v;
 }
 
-/* Makes need pages of the pool free and unreserved (journaled: restored after the run, after
- * SIGINT, after a crash); orig gets the pool size before. 0, or how many pages it could get
- * (> 0, < need) with *got set, or -1 with errno. */
-static int reserve_pool(const char *pool, uint64_t need, char *orig, size_t olen, uint64_t *got)
+/* Makes need pages of the pool free and unreserved; orig gets the pool size before.
+ * 0, or 1 when it could get fewer (*got), or -1 with errno. */
+static int reserve_pool(const char *pool, uint64_t need, char orig[32], uint64_t *got)
 {
 	char path[128], val[32];
 	uint64_t nr = pool_read(pool, "nr_hugepages");
-	uint64_t avail = pool_read(pool, "free_hugepages") - pool_read(pool, "resv_hugepages");
 
-	snprintf(orig, olen, "%llu", (unsigned long long)nr);
-	*got = avail;
-	if (avail >= need)
-		return 0;
-	snprintf(path, sizeof(path), "%s/nr_hugepages", pool);
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)(nr + need - avail));
-	if (kr_journal_write(path, val) < 0)
-		return -1;
-	*got = pool_read(pool, "free_hugepages") - pool_read(pool, "resv_hugepages");
-	return *got >= need ? 0 : 1;
+	snprintf(orig, 32, "%llu", (unsigned long long)nr);
+	for (int i = 0;; i++) {
+		*got = pool_read(pool, "free_hugepages") - pool_read(pool, "resv_hugepages");
+		if (*got >= need || i)
+			return *got >= need ? 0 : 1;
+		snprintf(path, sizeof(path), "%s/nr_hugepages", pool);
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)(nr + need - *got));
+		if (kr_journal_write(path, val) < 0)
+			return -1;
+	}
 }
+
+static char orig_2m[32], orig_1g[32];
 
 static int reserve_hugepages(uint64_t need)
 {
 	uint64_t got;
-	int r = reserve_pool(POOL_2M, need, orig_nr_hugepages, sizeof(orig_nr_hugepages), &got);
+	int r = reserve_pool(POOL_2M, need, orig_2m, &got);
 
 	if (r < 0)
 		return kr_error("cannot set %s/nr_hugepages: %s", POOL_2M, strerror(errno));
@@ -646,29 +577,23 @@ static int reserve_hugepages(uint64_t need)
 
 /* ---- --measure clearing: one thread of the kernel against two ceilings ---- */
 
-/* Kernel clearing of 2 MiB hugetlb pages below this share of the cached-store ceiling FAILs.
- * Upstream, the sequential clear_pages() series doubled demand-fault clearing on AMD Genoa
- * (11.8 -> 23.6 GB/s: about 0.5 -> 1.0 of its ceiling; Milan 2 MiB 12.9 -> 17.0). Measured
- * on 6.18 (without it): 0.42-0.51 of rep stosb on an AMD-hosted VM, where the top-down
- * order is the cost (a fault at the last byte, cleared bottom-up, gave 0.85-1.05); on an
- * Intel-hosted one the order costs nothing (populate = touch, user 4 KiB rep stosb up =
- * down, all ~8.2 GiB/s) and 4 KiB at a time costs 0.93 of one long rep stosb in the host's
- * fast phases, ~0.7 in its slow ones: median pair ratio 0.66-0.93 in 20 of 20 runs (2026-11-23).
- * 0.58 lies between the two with the margin on both sides: FAIL where the order costs
- * half, as on Genoa before the series, PASS where it costs nothing. THP adds the page
- * allocator and memory the host took back, 1 GiB pages are cleared in order: both are
- * shown, the 2 MiB hugetlb page decides. */
+/* FAIL: 2 MiB hugetlb pages cleared at less than this share of rep stosb. The sequential
+ * clear_pages() series took AMD Genoa from ~0.5 to ~1.0 of its ceiling (11.8 -> 23.6 GB/s).
+ * 6.18 without it: 0.42-0.51 on an AMD-hosted VM (top-down order; bottom-up 0.85-1.05),
+ * 0.66-0.93 on an Intel-hosted one, where the order costs nothing (20 of 20, 2026-11-23).
+ * THP adds the page allocator, 1 GiB pages clear in order: shown; 2 MiB hugetlb decides. */
 #define CLEARING_THRESHOLD 0.58
 #define CLEARING_MARGIN 0.04 /* closer than this to the threshold: inconclusive */
-/* passes per --repeat: a 512 MiB pass takes ~60 ms, and the fastest of many is what the
- * machine can do (another task's memory traffic only ever slows a pass) */
-#define CLEARING_PASSES 4
-/* --measure clearing's time budget without --duration: up to 12 passes of three kinds,
- * the 1 GiB page's cold warm-up alone ~4 s here (the hard cap is 35 s) */
-#define CLEARING_BUDGET 20.0
-/* a pass of --measure clearing (kernel clear, rep stosb, movnti) in probe units (clear +
- * rep stosb) */
-#define CLEARING_UNITS 2
+#define CLEARING_PASSES 4    /* per --repeat: a 512 MiB pass takes ~60 ms */
+#define CLEARING_BUDGET 20.0 /* s without --duration; the 1 GiB warm-up alone ~4 s */
+#define CLEARING_UNITS 2 /* a pass (clear, rep stosb, movnti) in probe units (clear, stosb) */
+/* Each kernel pass is paired with the user passes right after it on the same memory and
+ * the verdict is the median pair ratio: the host's memory goes through phases of seconds
+ * (4 KiB clears 8.3 -> 5.7 GiB/s, rep stosb 8.7 -> 7.5-8.5) and fastest over fastest took
+ * the two from different phases (0.60-0.95 between runs). Pairs whose thread waited
+ * > MAX_DELAY do not vote; fewer than CLEARING_MIN_PAIRS voting: inconclusive. */
+#define CLEARING_MIN_PAIRS 3
+#define CLEARING_MAX (MAX_REPEAT * CLEARING_PASSES)
 
 /* Verdict of one page kind: kernel GiB/s over cached-store GiB/s. */
 static enum kr_verdict clearing_rule(double t_kernel, double t_cached, double threshold,
@@ -688,17 +613,18 @@ static enum kr_verdict clearing_rule(double t_kernel, double t_cached, double th
 #define ORDER_PAGES 32
 
 /* Which end of a 2 MiB page did the kernel clear last? Cached stores leave the last
- * subpages cleared in L1/L2, so right after the fault a load from them is faster. Loads one
- * line of each subpage, in random order (no prefetcher helps), over ORDER_PAGES fresh pages
- * faulted at subpage target; returns the centre of the bucket of subpages with the lowest
- * mean latency, or -1 (not x86, or no free hugetlb page). Measured here (6.18): fault at 0
- * -> 64 cycles at subpages 0-31 rising to 85 at 480-511; fault at 511 -> the reverse. */
+ * subpages in L1/L2, so right after the fault a load from them is faster. Loads one line
+ * of each subpage in random order (no prefetcher helps) over ORDER_PAGES fresh pages
+ * faulted at subpage target; returns the centre of the bucket with the lowest mean
+ * latency, or -1 (not x86, or no free hugetlb page). Here (6.18): fault at 0 -> 64 cycles
+ * at subpages 0-31 rising to 85 at 480-511; fault at 511 -> the reverse. */
 static int hot_subpage(int target, unsigned *seed)
 {
 #if defined(__x86_64__)
 	static double lat[SUBPAGES];
-	int order[SUBPAGES];
+	int order[SUBPAGES], best = 0;
 	unsigned aux;
+	double best_sum = INFINITY;
 
 	memset(lat, 0, sizeof(lat));
 	for (int n = 0; n < ORDER_PAGES; n++) {
@@ -727,14 +653,11 @@ static int hot_subpage(int target, unsigned *seed)
 		}
 		munmap(p, HPAGE_SIZE);
 	}
-	int best = 0;
-	double best_sum = INFINITY;
 	for (int b = 0; b < SUBPAGES; b += BUCKET) {
 		double sum = 0;
 		for (int i = b; i < b + BUCKET; i++)
 			sum += lat[i];
-		if (sum < best_sum)
-			best_sum = sum, best = b;
+		best = sum < best_sum ? (best_sum = sum, b) : best;
 	}
 	return best + BUCKET / 2;
 #else
@@ -743,7 +666,9 @@ static int hot_subpage(int target, unsigned *seed)
 #endif
 }
 
-/* The clearing order, from pages faulted at the base and at the top. */
+/* The clearing order, from pages faulted at the base and at the top. A 6.1 kernel
+ * clearing in order (krepro patch, TCG) gave 432-496 for both faults; process_huge_page
+ * 80-176 and 336-496. */
 static void report_order(const struct kr_opts *o)
 {
 	unsigned seed = o->seed_set ? (unsigned)o->seed : (unsigned)kr_now_ns();
@@ -753,8 +678,6 @@ static void report_order(const struct kr_opts *o)
 		kr_say("clearing order: not observed (needs x86, a free 2 MiB page)");
 		return;
 	}
-	/* ascending: a 6.1 kernel clearing in order (krepro patch, TCG) gave 432-496 for
-	 * both faults; process_huge_page 80-176 and 336-496 */
 	bool towards = lo < SUBPAGES / 2 && hi >= SUBPAGES / 2;
 	bool up = lo >= SUBPAGES / 2 && hi >= SUBPAGES / 2;
 	kr_measure("order_hot_subpage_fault_base", lo);
@@ -766,21 +689,8 @@ static void report_order(const struct kr_opts *o)
 	       up ? "ends at the top whatever the fault (sequential)" : "unclear");
 }
 
-/* Each kernel pass is paired with the rep stosb and movnti passes right after it on the same
- * memory, and the verdict is the median of the per-pair ratios. Measured here (Intel-hosted
- * VM, 6.18): the host's memory goes through phases of seconds in which clearing 4 KiB at a
- * time, by the kernel and by a user-space loop of 4 KiB rep stosb alike, drops from ~8.3 to
- * ~5.7 GiB/s while one long rep stosb drops less (8.7 -> 7.5-8.5): ratio ~0.93 in the fast
- * phases, ~0.7 in the slow ones. The fastest kernel pass over the fastest rep stosb pass,
- * the former statistic, took the two from different phases: 0.60-0.95 between runs. A pair
- * lies within one phase. Pairs whose thread waited > MAX_DELAY of a pass for a CPU (other
- * tasks) do not vote; fewer than CLEARING_MIN_PAIRS voting: inconclusive. */
-#define CLEARING_MIN_PAIRS 3
-#define CLEARING_MAX (MAX_REPEAT * CLEARING_PASSES)
-
 static struct {
-	double kernel, cached, stream, cold; /* median seconds of the voting passes; cold: first */
-	double vs_cached, vs_stream;	      /* median of the per-pair ratios (kernel GiB/s over) */
+	double m[5], cold; /* medians: kernel, cached, movnti s; kernel/cached, /movnti */
 	uint64_t size;
 	int passes, judged;
 	bool done;
@@ -797,75 +707,84 @@ static double median_of(double *v, int n)
 	return s.median;
 }
 
-/* One thread: kernel clearing of fresh pages of kind k, then rep stosb, then movnti over the
- * same (now faulted) memory; up to max passes, fewer when they outgrow this kind's share of
- * the time budget (share seconds, the warm-up included), never fewer than the minimum. */
+/* One thread: kernel clearing of fresh pages of kind k, then rep stosb and movnti over
+ * the same memory; up to max passes, fewer when they outgrow share seconds (the warm-up
+ * included), never fewer than the minimum. */
 static int measure_clearing(struct job *j, enum kind k, int max, double share)
 {
-	static double t[3][CLEARING_MAX], vc[CLEARING_MAX], vs[CLEARING_MAX];
-	static const enum op ops[3] = { OP_CLEAR, OP_MEMSET, OP_STREAM };
-	double secs[3]; /* kernel clear, rep stosb, movnti */
+	static double v[5][CLEARING_MAX]; /* kernel, cached, movnti s; the two ratios */
+	double t[4], delay, huge;
 	int64_t start = kr_now_ns(), last = 0;
-	int n = 0, judged = 0;
+	int judged = 0, e;
 
-	if (max > CLEARING_MAX)
-		max = CLEARING_MAX;
-	for (int r = -1; r < max; r++) { /* r = -1: the warm-up, timed as the cold figure */
+	clr[k].size = j->size;
+	for (int r = -1; r < max && r < CLEARING_MAX; r++) { /* r = -1: warm-up, the cold figure */
 		int64_t t0 = kr_now_ns();
 		if (r >= CLEARING_MIN_PAIRS && (double)(t0 - start + last) / 1e9 > share)
 			break;
-		if (map_region(j, k) < 0)
-			return kr_error("cannot map %.2f GiB of %s pages: %s", j->size / GIB,
-					kind_names[k], strerror(errno));
-		double delay = 0;
-		for (int i = 0; i < 3; i++) {
-			if ((secs[i] = run_pass(j, ops[i], 1)) < 0)
-				return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
-			delay = fmax(delay, j->delay);
-		}
-		if (k == K_THP && thp_fraction(j) < 0.9) {
+		if ((e = cycle(j, k, 1, 1, true, t, &delay, &huge)))
+			return e;
+		if (k == K_THP && huge < 0.9) {
 			snprintf(clr[k].why, sizeof(clr[k].why), "only %.0f%% THP (fragmented)",
-				 100 * thp_fraction(j));
-			unmap_region(j);
+				 100 * huge);
 			return 0;
 		}
-		unmap_region(j);
-		kr_csv_row("%s,clearing,1,%d,0,%.6f,%.6f,%.6f,%.3f", kind_names[k], r, secs[0],
-			   secs[1], secs[2], delay);
+		kr_csv_row("%s,clearing,1,%d,0,%.6f,%.6f,%.6f,%.3f", kind_names[k], r, t[0], t[1],
+			   t[2], delay);
 		last = kr_now_ns() - t0;
 		if (r < 0) {
-			clr[k].cold = secs[0];
+			clr[k].cold = t[0];
 			continue;
 		}
-		n++;
+		clr[k].passes++;
 		if (!(delay <= MAX_DELAY))
 			continue; /* other tasks took the CPU: says nothing about the kernel */
 		for (int i = 0; i < 3; i++)
-			t[i][judged] = secs[i];
-		vc[judged] = secs[1] / secs[0];
-		vs[judged] = secs[2] / secs[0];
-		judged++;
+			v[i][judged] = t[i];
+		v[3][judged] = t[1] / t[0];
+		v[4][judged++] = t[2] / t[0];
 	}
-	clr[k].kernel = median_of(t[0], judged);
-	clr[k].cached = median_of(t[1], judged);
-	clr[k].stream = median_of(t[2], judged);
-	clr[k].vs_cached = median_of(vc, judged);
-	clr[k].vs_stream = median_of(vs, judged);
-	clr[k].passes = n;
+	for (int i = 0; i < 5; i++)
+		clr[k].m[i] = median_of(v[i], judged);
 	clr[k].judged = judged;
 	clr[k].done = true;
-	clr[k].size = j->size;
 	return 0;
+}
+
+/* Why the 1 GiB page cannot be measured (NULL: its pool is reserved), or an exit code. */
+static const char *reserve_1g(struct job *j, double left, double s_per_gib, int *rc)
+{
+	/* the fewest passes of a 1 GiB page, estimated from the probe */
+	double need = (1 + CLEARING_MIN_PAIRS) * CLEARING_UNITS * j->size / GIB * s_per_gib;
+	static char why[96];
+	uint64_t got;
+
+	*rc = 0;
+	if (access(POOL_1G, F_OK) < 0)
+		return "no 1 GiB pages on this CPU/kernel";
+	snprintf(why, sizeof(why), "~%.0f s at %.2f GiB/s: over the time budget", need,
+		 1 / s_per_gib);
+	if (need > left)
+		return why;
+	if (meminfo("MemAvailable") * 1024 < j->size + (1ULL << 30))
+		return "too little free memory";
+	if ((*rc = reserve_pool(POOL_1G, j->size / GPAGE_SIZE, orig_1g, &got)) < 0) {
+		*rc = kr_error("cannot set %s/nr_hugepages: %s", POOL_1G, strerror(errno));
+		return "";
+	}
+	if (*rc > 0) {
+		*rc = 0;
+		kr_write_file(POOL_1G "/nr_hugepages", orig_1g);
+		return "could not reserve a 1 GiB page (memory fragmented)";
+	}
+	return NULL;
 }
 
 static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_gib)
 {
 	double threshold = o->threshold_set ? o->threshold : CLEARING_THRESHOLD;
-	double budget = o->duration_set ? o->duration_s : CLEARING_BUDGET;
-	int nkinds = 0, r, kinds_left = __builtin_popcount(cfg.kinds), judged = 0;
-	double metric = NAN;
-	char orig1g[32];
-	uint64_t got;
+	double budget = o->duration_set ? o->duration_s : CLEARING_BUDGET, metric = NAN;
+	int nkinds = 0, r = 0, kinds_left = __builtin_popcount(cfg.kinds), judged = 0;
 	int64_t start = kr_now_ns();
 
 	kr_param("measure", "clearing");
@@ -882,63 +801,40 @@ static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_g
 		job->chunk = job->size;
 		if (k == K_HUGETLB && (r = reserve_hugepages(job->size / HPAGE_SIZE)))
 			return r;
-		if (k == K_1G) {
-			/* the fewest passes of a 1 GiB page, estimated from the probe */
-			double need = (1 + CLEARING_MIN_PAIRS) * CLEARING_UNITS * job->size / GIB *
-				      s_per_gib;
-			if (access(POOL_1G, F_OK) < 0) {
-				snprintf(clr[k].why, sizeof(clr[k].why), "no 1 GiB pages on this CPU/kernel");
-				continue;
-			}
-			if (need > left) {
-				snprintf(clr[k].why, sizeof(clr[k].why), "~%.0f s at %.2f GiB/s: over the "
-					 "time budget", need, 1 / s_per_gib);
-				continue;
-			}
-			uint64_t avail = meminfo("MemAvailable") * 1024;
-			if (avail < job->size + (1ULL << 30)) {
-				snprintf(clr[k].why, sizeof(clr[k].why), "too little free memory");
-				continue;
-			}
-			r = reserve_pool(POOL_1G, job->size / GPAGE_SIZE, orig1g, sizeof(orig1g), &got);
-			if (r < 0)
-				return kr_error("cannot set %s/nr_hugepages: %s", POOL_1G, strerror(errno));
-			if (r > 0) {
-				snprintf(clr[k].why, sizeof(clr[k].why), "could not reserve a 1 GiB page"
-					 " (memory fragmented)");
-				kr_write_file(POOL_1G "/nr_hugepages", orig1g);
-				continue;
-			}
+		const char *why = k == K_1G ? reserve_1g(job, left, s_per_gib, &r) : NULL;
+		if (r)
+			return r;
+		if (why) {
+			snprintf(clr[k].why, sizeof(clr[k].why), "%s", why);
+			continue;
 		}
 		kr_progress("%s: clearing", kind_names[k]);
 		if ((r = measure_clearing(job, (enum kind)k, CLEARING_PASSES * o->repeat,
 					  left / kinds_left--)))
 			return r;
-		/* give the pool back now (the journal restores it again at the end) */
-		if (k == K_HUGETLB) {
+		if (k == K_HUGETLB)
 			report_order(o);
-			kr_write_file(POOL_2M "/nr_hugepages", orig_nr_hugepages);
-		}
-		if (k == K_1G)
-			kr_write_file(POOL_1G "/nr_hugepages", orig1g);
+		/* give the pool back now (the journal restores it again at the end) */
+		if (k == K_HUGETLB || k == K_1G)
+			kr_write_file(k == K_1G ? POOL_1G "/nr_hugepages" : POOL_2M "/nr_hugepages",
+				      k == K_1G ? orig_1g : orig_2m);
 	}
 
 	kr_say("%s", "");
 	kr_say("1 thread, GiB/s   kernel  cached     non-   kernel/  kernel/");
 	kr_say("                  clears  stores  tempor.   cached  non-tmp");
 	for (int k = 0; k < NKINDS; k++) {
+		const char *n = kind_names[k];
+		double g = (double)clr[k].size / GIB;
 		if (!(cfg.kinds & 1 << k))
 			continue;
 		if (!clr[k].done) {
-			kr_say("%-12s  not measured: %s", kind_names[k], clr[k].why);
+			kr_say("%-12s  not measured: %s", n, clr[k].why);
 			continue;
 		}
-		double g = (double)clr[k].size / GIB;
-		const char *n = kind_names[k];
-		char key[64];
-		snprintf(key, sizeof(key), "%s_passes", n), kr_measure(key, clr[k].passes);
-		snprintf(key, sizeof(key), "%s_judged", n), kr_measure(key, clr[k].judged);
-		snprintf(key, sizeof(key), "%s_cold_gib_s", n), kr_measure(key, g / clr[k].cold);
+		measuref(clr[k].passes, "%s_passes", n);
+		measuref(clr[k].judged, "%s_judged", n);
+		measuref(g / clr[k].cold, "%s_cold_gib_s", n);
 		if (clr[k].judged < CLEARING_MIN_PAIRS) {
 			kr_say("%-12s  %d of %d passes disturbed (other tasks' CPU)", n,
 			       clr[k].passes - clr[k].judged, clr[k].passes);
@@ -947,25 +843,25 @@ static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_g
 		nkinds++;
 		/* the 2 MiB hugetlb page decides when measured, else the slowest kind */
 		if (k == K_HUGETLB || !(cfg.kinds & 1 << K_HUGETLB)) {
-			metric = k == K_HUGETLB || isnan(metric) ? clr[k].vs_cached :
-				 fmin(metric, clr[k].vs_cached);
+			metric = k == K_HUGETLB || isnan(metric) ? clr[k].m[3] :
+				 fmin(metric, clr[k].m[3]);
 			judged = clr[k].judged;
 		}
-		kr_say("%-12s %11.2f %7.2f %8.2f %8.2f %8.2f", n, g / clr[k].kernel,
-		       g / clr[k].cached, g / clr[k].stream, clr[k].vs_cached, clr[k].vs_stream);
-		snprintf(key, sizeof(key), "%s_kernel_gib_s", n), kr_measure(key, g / clr[k].kernel);
-		snprintf(key, sizeof(key), "%s_cached_gib_s", n), kr_measure(key, g / clr[k].cached);
-		snprintf(key, sizeof(key), "%s_stream_gib_s", n), kr_measure(key, g / clr[k].stream);
-		snprintf(key, sizeof(key), "%s_vs_cached", n), kr_measure(key, clr[k].vs_cached);
-		snprintf(key, sizeof(key), "%s_vs_stream", n), kr_measure(key, clr[k].vs_stream);
+		kr_say("%-12s %11.2f %7.2f %8.2f %8.2f %8.2f", n, g / clr[k].m[0],
+		       g / clr[k].m[1], g / clr[k].m[2], clr[k].m[3], clr[k].m[4]);
+		measuref(g / clr[k].m[0], "%s_kernel_gib_s", n);
+		measuref(g / clr[k].m[1], "%s_cached_gib_s", n);
+		measuref(g / clr[k].m[2], "%s_stream_gib_s", n);
+		measuref(clr[k].m[3], "%s_vs_cached", n);
+		measuref(clr[k].m[4], "%s_vs_stream", n);
 	}
-	kr_say("(medians of %d-%d passes; each ratio from one pass's kernel clear", CLEARING_MIN_PAIRS,
-	       CLEARING_PASSES * o->repeat);
+	kr_say("(medians of %d-%d passes; each ratio from one pass's kernel clear",
+	       CLEARING_MIN_PAIRS, CLEARING_PASSES * o->repeat);
 	kr_say(" and the user stores after it on the same memory; cold pass apart)");
 	kr_say("kernel/cached of 2 MiB hugetlb pages below %.2f: FAIL", threshold);
-	if (clr[K_HUGETLB].done && clr[K_HUGETLB].vs_stream < 0.6)
+	if (clr[K_HUGETLB].done && clr[K_HUGETLB].m[4] < 0.6)
 		kr_say("non-temporal stores clear %.1fx faster than the kernel here",
-		       1 / clr[K_HUGETLB].vs_stream);
+		       1 / clr[K_HUGETLB].m[4]);
 	if (!nkinds && !(cfg.kinds & 1 << K_HUGETLB && clr[K_HUGETLB].done))
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no huge page kind could be measured");
 	kr_cause("clear_page() 4 KiB at a time with cached stores, in process_huge_page()");
@@ -975,8 +871,8 @@ static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_g
 		return kr_inconclusive(NAN, "fewer than %d undisturbed passes", CLEARING_MIN_PAIRS);
 	kr_measure("clearing", metric);
 	kr_measure("clearing_pairs", judged);
-	double dummy;
-	enum kr_verdict v = clearing_rule(1, metric, threshold, &dummy);
+	double ratio;
+	enum kr_verdict v = clearing_rule(1, metric, threshold, &ratio);
 	if (v == KR_SKIP)
 		return kr_inconclusive(metric, "within %.2f of the limit", CLEARING_MARGIN);
 	return kr_verdict(v, metric, "%s", "");
@@ -984,10 +880,9 @@ static int run_clearing(const struct kr_opts *o, struct job *job, double s_per_g
 
 /* ---- the size that fits the time budget ---- */
 
-/* Seconds per GiB of one thread of the kernel clearing fresh memory (first touch of each
- * page) plus rep stosb over it: warm (the fastest of the passes after the first, which may
- * meet memory the host took back), over 32 MiB of THP (huge) or 4 KiB pages. Under TCG
- * this is 10-50x the host's figure: the default size would outgrow the hard cap. */
+/* Seconds per GiB of one thread clearing fresh memory (first touch of each page) plus rep
+ * stosb over it, the fastest of the passes after the first, over 32 MiB of THP (huge) or
+ * 4 KiB pages. Under TCG this is 10-50x the host's: the default size met the hard cap. */
 static double probe_s_per_gib(bool huge)
 {
 	const size_t n = 32ULL << 20;
@@ -1001,7 +896,7 @@ static double probe_s_per_gib(bool huge)
 		int64_t t0 = kr_now_ns();
 		for (size_t o = 0; o < n; o += 4096)
 			((volatile char *)p)[o] = 1;
-		fill_pattern(p, n);
+		fill(p, n, false);
 		double s = (double)(kr_now_ns() - t0) / 1e9;
 		munmap(p, n);
 		if (i)
@@ -1010,22 +905,56 @@ static double probe_s_per_gib(bool huge)
 	return best / ((double)n / GIB);
 }
 
-/* The largest size (a multiple of unit, at most size) whose fewest passes, units_per_gib
+/* The largest size (a multiple of unit, at most size) whose fewest passes, s_per_gib
  * seconds per GiB in all, fit budget seconds; 0 when not even unit does. */
-static uint64_t fit_size(uint64_t size, uint64_t unit, double s_per_gib_total, double budget)
+static uint64_t fit_size(uint64_t size, uint64_t unit, double s_per_gib, double budget)
 {
-	if (!(s_per_gib_total > 0) || !isfinite(s_per_gib_total))
+	if (!(s_per_gib > 0) || !isfinite(s_per_gib) || budget / s_per_gib * GIB >= (double)size)
 		return size;
-	double gib = budget / s_per_gib_total;
-	if (gib * GIB >= (double)size)
-		return size;
-	return (uint64_t)(gib * GIB / (double)unit) * unit;
+	return (uint64_t)(budget / s_per_gib * GIB / (double)unit) * unit;
+}
+
+/* SKIP reasons found before anything changes, or 0 */
+static int requirements(int ncpus)
+{
+	char buf[256];
+	bool thp = kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf,
+				sizeof(buf)) >= 0;
+
+	if (ncpus < 2 && !cfg.clearing)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU: no parallel clearing "
+			       "to compare");
+	if (cfg.kinds & 1 << K_HUGETLB) {
+		uint64_t hps = meminfo("Hugepagesize");
+		if (access("/proc/sys/vm/nr_hugepages", W_OK) < 0 || hps == 0)
+			return kr_skip(KR_EXIT_SKIP, "hugetlb pages need CONFIG_HUGETLBFS "
+				       "(vm.nr_hugepages)");
+		if (hps != HPAGE_SIZE / 1024)
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "the default huge page size is %llu "
+				       "kB, not 2048 kB (hugepagesz= on the command line)",
+				       (unsigned long long)hps);
+	}
+	if (cfg.kinds & 1 << K_THP && !thp)
+		return kr_skip(KR_EXIT_SKIP, "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
+	if (cfg.kinds & 1 << K_THP && strstr(buf, "[never]"))
+		return kr_skip(KR_EXIT_SKIP, "THP is disabled (transparent_hugepage/enabled is "
+			       "never)");
+	if (cfg.method == M_POPULATE) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		bool bad = p == MAP_FAILED || madvise(p, 4096, MADV_POPULATE_WRITE) < 0;
+		if (p != MAP_FAILED)
+			munmap(p, 4096);
+		if (bad)
+			return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14); try "
+				       "--method touch");
+	}
+	return 0;
 }
 
 static int run(const struct kr_opts *o)
 {
 	cpu_set_t usable; /* this process's affinity (cpusets) x the online CPUs */
-	int ncpus = kr_usable_cpus(&usable), nthreads = cfg.threads ? cfg.threads : ncpus;
+	int ncpus = kr_usable_cpus(&usable), nthreads = cfg.threads ? cfg.threads : ncpus, r;
 	char buf[256];
 	struct job job = { .size = cfg.size, .chunk = cfg.chunk, .method = cfg.method };
 
@@ -1037,42 +966,18 @@ static int run(const struct kr_opts *o)
 		job.method = cfg.method = M_FALLOCATE;
 	if (!cfg.threads && nthreads > MAX_THREADS)
 		nthreads = MAX_THREADS;
+	if ((r = requirements(ncpus)))
+		return r;
 
-	/* requirements first: nothing is changed before all of them hold */
-	if (ncpus < 2 && !cfg.clearing)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU: no parallel clearing to "
-			       "compare");
-	if ((cfg.kinds & 1 << K_HUGETLB) &&
-	    (access("/proc/sys/vm/nr_hugepages", W_OK) < 0 || meminfo("Hugepagesize") == 0))
-		return kr_skip(KR_EXIT_SKIP, "hugetlb pages need CONFIG_HUGETLBFS (vm.nr_hugepages)");
-	if ((cfg.kinds & 1 << K_HUGETLB) && meminfo("Hugepagesize") != HPAGE_SIZE / 1024)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "the default huge page size is %llu kB, not 2048 kB "
-			       "(hugepagesz= on the command line)", (unsigned long long)meminfo("Hugepagesize"));
-	if (cfg.kinds & 1 << K_THP) {
-		if (kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) < 0)
-			return kr_skip(KR_EXIT_SKIP, "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
-		if (strstr(buf, "[never]"))
-			return kr_skip(KR_EXIT_SKIP, "THP is disabled (transparent_hugepage/enabled "
-				       "is never)");
-	}
-	if (cfg.method == M_POPULATE) {
-		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		int bad = p == MAP_FAILED || madvise(p, 4096, MADV_POPULATE_WRITE) < 0;
-		if (p != MAP_FAILED)
-			munmap(p, 4096);
-		if (bad)
-			return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14); try --method touch");
-	}
-	/* Size the work to the time budget: the fewest passes (one repeat; --measure clearing:
-	 * the warm-up and CLEARING_MIN_PAIRS) estimated from a probe of this machine's
-	 * clearing speed. Under TCG the default 512 MiB took 40-42 s and met the hard cap. */
+	/* Size the work to the time budget: the fewest passes (one repeat; clearing: the
+	 * warm-up and CLEARING_MIN_PAIRS) from a probe of this machine's clearing speed.
+	 * Under TCG the default 512 MiB took 40-42 s and met the hard cap. */
 	bool thp_ok = kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf,
 				   sizeof(buf)) >= 0 && !strstr(buf, "[never]");
 	double c4k = !cfg.clearing && cfg.kinds & 1 << K_4K ? probe_s_per_gib(false) : 0;
-	double chuge = probe_s_per_gib(thp_ok);
-	double per_gib = 0, budget = o->duration_set ? o->duration_s : cfg.clearing ?
-		CLEARING_BUDGET : kr_program()->duration_s - 2;
-	uint64_t unit = cfg.clearing ? HPAGE_SIZE : cfg.chunk;
+	double chuge = probe_s_per_gib(thp_ok), per_gib = 0;
+	double budget = o->duration_set ? o->duration_s : cfg.clearing ? CLEARING_BUDGET :
+			kr_program()->duration_s - 2;
 	uint64_t least = cfg.clearing ? 16 * HPAGE_SIZE : 2 * cfg.chunk;
 	int npts = thread_points(nthreads, points);
 	for (int k = 0; k < NKINDS; k++)
@@ -1080,14 +985,13 @@ static int run(const struct kr_opts *o)
 			per_gib += (k == K_4K ? c4k : chuge) * (cfg.clearing ?
 				   (1 + CLEARING_MIN_PAIRS) * CLEARING_UNITS : 2 + PASSES * npts);
 	kr_measure("probe_clear_gib_s", 1 / chuge);
-	uint64_t fit = fit_size(cfg.size, unit, per_gib, budget);
-	if (fit < cfg.size && cfg.size_set &&
-	    per_gib * (double)cfg.size / GIB > 0.8 * (kr_hard_cap_s() - 5))
+	uint64_t fit = fit_size(cfg.size, cfg.clearing ? HPAGE_SIZE : cfg.chunk, per_gib, budget);
+	double need_s = per_gib * (double)cfg.size / GIB;
+	if (fit < cfg.size && cfg.size_set && need_s > 0.8 * (kr_hard_cap_s() - 5))
 		return kr_skip(KR_EXIT_SKIP, "clearing runs at %.2f GiB/s here: --size %llu MiB "
 			       "needs ~%.0f s, beyond the hard cap of %.0f s; try --size %llu M",
-			       1 / chuge, (unsigned long long)(cfg.size >> 20),
-			       per_gib * (double)cfg.size / GIB, kr_hard_cap_s(),
-			       (unsigned long long)(fit >> 20));
+			       1 / chuge, (unsigned long long)(cfg.size >> 20), need_s,
+			       kr_hard_cap_s(), (unsigned long long)(fit >> 20));
 	if (fit < cfg.size && !cfg.size_set) {
 		if (fit < least)
 			return kr_skip(KR_EXIT_SKIP, "clearing runs at %.2f GiB/s here (emulated "
@@ -1097,38 +1001,33 @@ static int run(const struct kr_opts *o)
 		       1 / chuge, (unsigned long long)(fit >> 20),
 		       (unsigned long long)(cfg.size >> 20));
 		kr_say("  time budget of %.0f s (--duration)", budget);
-		cfg.size = fit;
-		job.size = fit;
+		job.size = cfg.size = fit;
 	}
 	/* more threads than chunks would only wait */
 	uint64_t nchunks = (cfg.size + cfg.chunk - 1) / cfg.chunk;
 	if ((uint64_t)nthreads > nchunks)
 		nthreads = (int)nchunks;
-
 	/* one region at a time (the hugetlb pool is given back before the next kind) */
-	uint64_t need = cfg.size;
-	uint64_t avail = meminfo("MemAvailable") * 1024;
-	if (avail < need + (512ULL << 20))
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs %.1f GiB of available memory, has %.1f GiB; "
-			       "try a smaller --size", (double)(need + (512ULL << 20)) / GIB, avail / GIB);
+	uint64_t avail = meminfo("MemAvailable") * 1024, need = cfg.size + (512ULL << 20);
+	if (avail < need)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs %.1f GiB of available memory, has "
+			       "%.1f GiB; try a smaller --size", (double)need / GIB, avail / GIB);
 
 	/* NUMA: every node with memory owns a part of the region and its workers */
 	numa_ok = numa_available() >= 0;
-	job.nparts = 1;
-	if (numa_ok) {
-		job.nparts = 0;
-		for (int n = 0; n <= numa_max_node() && job.nparts < MAX_PARTS; n++)
-			if (numa_node_size64(n, NULL) > 0)
-				job.part_node[job.nparts++] = n;
-		if (job.nparts == 0)
-			job.part_node[job.nparts++] = 0;
-	}
+	job.nparts = 0;
+	for (int n = 0; numa_ok && n <= numa_max_node() && job.nparts < MAX_PARTS; n++)
+		if (numa_node_size64(n, NULL) > 0)
+			job.part_node[job.nparts++] = n;
+	if (job.nparts == 0)
+		job.part_node[job.nparts++] = 0;
 	if (cfg.clearing)
 		return run_clearing(o, &job, chuge);
 
 	npoints = thread_points(nthreads, points);
 	for (verdict_point = npoints - 1; points[verdict_point] > ncpus; verdict_point--)
 		;
+	int vt = points[verdict_point];
 	kr_param("size", "%.2fGiB", cfg.size / GIB);
 	kr_param("chunk", "%lluMiB", (unsigned long long)(cfg.chunk >> 20));
 	kr_param("threads", "%d", nthreads);
@@ -1136,8 +1035,8 @@ static int run(const struct kr_opts *o)
 	buf[0] = 0;
 	for (int k = 0; k < NKINDS; k++)
 		if (cfg.kinds & 1 << k)
-			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", *buf ? "," : "",
-				 kind_names[k]);
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s",
+				 *buf ? "," : "", kind_names[k]);
 	kr_param("pages", "%s", buf);
 	kr_param("repeat", "%d", o->repeat);
 	kr_measure("cpus_online", ncpus);
@@ -1145,24 +1044,30 @@ static int run(const struct kr_opts *o)
 	if (kr_csv_open("pages,method,threads,repeat,pass,clear_s,memset_s,munmap_s,run_delay") < 0)
 		return kr_error("cannot write --csv %s", o->csv);
 
-	/* Each kind in turn: warm-up, then its repeats back to back, so the memory freed by one
-	 * pass is reused warm by the next before free page reporting hands it to the host. */
+	/* Each kind: warm-up, then its repeats back to back, so the memory freed by one pass
+	 * is reused warm by the next before free page reporting hands it to the host. */
 	int64_t start = kr_now_ns();
 	int kinds_left = __builtin_popcount(cfg.kinds), cut = 0;
 	for (int k = 0; k < NKINDS; k++) {
+		double t[4], delay, huge;
 		if (!(cfg.kinds & 1 << k))
 			continue;
-		int r;
 		if (k == K_HUGETLB && (r = reserve_hugepages(cfg.size / HPAGE_SIZE)))
 			return r;
-		if ((r = warm_up(&job, (enum kind)k)))
+		if ((r = cycle(&job, (enum kind)k, vt, vt, false, t, &delay, &huge)))
 			return r;
+		res[k].cold = t[0];
+		res[k].huge_min = 1;
+		if (k == K_THP && huge < 0.9)
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs "
+				       "(memory fragmented; AnonHugePages in "
+				       "/proc/self/smaps_rollup)", 100 * huge);
 		/* this kind's share of what is left of the time budget */
-		double left = budget - (double)(kr_now_ns() - start) / 1e9;
+		double left = (budget - (double)(kr_now_ns() - start) / 1e9) / kinds_left--;
 		int64_t t_kind = kr_now_ns(), last = 0;
 		for (int i = 0; i < o->repeat; i++) {
 			int64_t t0 = kr_now_ns();
-			if (i && (double)(t0 - t_kind + last) / 1e9 > left / kinds_left)
+			if (i && (double)(t0 - t_kind + last) / 1e9 > left)
 				break;
 			kr_progress("%s: repeat %d of %d", kind_names[k], i + 1, o->repeat);
 			if ((r = measure_repeat(&job, (enum kind)k, i)))
@@ -1171,26 +1076,23 @@ static int run(const struct kr_opts *o)
 			last = kr_now_ns() - t0;
 		}
 		cut |= res[k].nrep < o->repeat;
-		kinds_left--;
-		/* give the pool back now (the journal restores it again at the end): its
-		 * warm memory then serves the next kind */
+		/* give the pool back now: its warm memory then serves the next kind */
 		if (k == K_HUGETLB)
-			kr_write_file("/proc/sys/vm/nr_hugepages", orig_nr_hugepages);
+			kr_write_file(POOL_2M "/nr_hugepages", orig_2m);
 	}
 
-	/* the report */
-	double threshold = o->threshold, metric = INFINITY;
+	double metric = INFINITY;
 	const char *unjudged = NULL;
-	enum kr_verdict votes[NKINDS * MAX_REPEAT];
-	int nvotes = 0, npass, nfail, vt = points[verdict_point];
+	enum kr_verdict votes[NKINDS];
+	int nvotes = 0, npass, nfail;
 	for (int k = 0; k < NKINDS; k++) {
-		if (cfg.kinds & 1 << k) {
-			double e = report_kind((enum kind)k, res[k].nrep, threshold, votes, &nvotes);
-			if (isnan(e))
-				unjudged = kind_names[k];
-			else if (e < metric)
-				metric = e;
-		}
+		if (!(cfg.kinds & 1 << k))
+			continue;
+		double e = report_kind((enum kind)k, res[k].nrep, o->threshold, &votes[nvotes++]);
+		if (isnan(e))
+			unjudged = kind_names[k];
+		else
+			metric = fmin(metric, e);
 	}
 	if (cut)
 		kr_say("fewer than %d repeats fit in the time budget of %.0f s (--duration)",
@@ -1200,8 +1102,8 @@ static int run(const struct kr_opts *o)
 	else
 		kr_say("%d NUMA nodes: each worker bound to the node of its chunks", job.nparts);
 	if (nthreads > ncpus)
-		kr_say("%d threads > %d CPUs: points above %d oversubscribe, not judged", nthreads,
-		       ncpus, vt);
+		kr_say("%d threads > %d CPUs: points above %d oversubscribe, not judged",
+		       nthreads, ncpus, vt);
 	kr_say("efficiency = speedup / ideal speedup at %d threads; the metric is", vt);
 	kr_say("the lowest over the page kinds");
 	kr_measure("efficiency", metric);
@@ -1220,12 +1122,6 @@ static int run(const struct kr_opts *o)
 
 /* ---- options ---- */
 
-static const char clearing_rule_text[] =
-	"FAIL when one thread of the kernel clears fresh 2 MiB hugetlb pages at less than\n"
-	"  threshold (default 0.58) x the cached-store ceiling (rep stosb over the same\n"
-	"  memory right after; median of the pass pairs; without --pages hugetlb: the\n"
-	"  slowest kind); within 0.04 of it: SKIP";
-
 static struct kr_prog prog; /* below; --measure clearing switches its metric and rule */
 
 static const struct kr_option options[] = {
@@ -1239,6 +1135,15 @@ static const struct kr_option options[] = {
 	{ NULL, NULL, NULL },
 };
 
+static int parse_size(const char *opt, const char *arg, uint64_t *out)
+{
+	if (kr_parse_size(opt, arg, HPAGE_SIZE, 1ULL << 40, out) < 0)
+		return -1;
+	if (*out % HPAGE_SIZE)
+		return kr_usage_error("%s: must be a multiple of 2 MiB, got '%s'", opt, arg);
+	return 0;
+}
+
 static int parse(int index, const char *arg)
 {
 	long l;
@@ -1246,27 +1151,19 @@ static int parse(int index, const char *arg)
 
 	switch (index) {
 	case 0:
-		if (kr_parse_size("--size", arg, HPAGE_SIZE, 1ULL << 40, &cfg.size) < 0)
-			return -1;
-		if (cfg.size % HPAGE_SIZE)
-			return kr_usage_error("--size: must be a multiple of 2 MiB, got '%s'", arg);
 		cfg.size_set = true;
-		return 0;
+		return parse_size("--size", arg, &cfg.size);
 	case 1:
 		if (kr_parse_long("--threads", arg, 2, MAX_THREADS, &l) < 0)
 			return -1;
 		cfg.threads = (int)l;
 		return 0;
 	case 2:
-		if (kr_parse_size("--chunk", arg, HPAGE_SIZE, 1ULL << 40, &cfg.chunk) < 0)
-			return -1;
-		if (cfg.chunk % HPAGE_SIZE)
-			return kr_usage_error("--chunk: must be a multiple of 2 MiB, got '%s'", arg);
-		return 0;
+		return parse_size("--chunk", arg, &cfg.chunk);
 	case 3:
 		if ((i = parse_kinds(arg)) < 0)
-			return kr_usage_error("--pages: expected a list of hugetlb, thp, 4k or 'all', "
-					      "got '%s'", arg);
+			return kr_usage_error("--pages: expected a list of hugetlb, thp, 4k or "
+					      "'all', got '%s'", arg);
 		cfg.kinds = (unsigned)i;
 		cfg.kinds_set = true;
 		return 0;
@@ -1282,11 +1179,13 @@ static int parse(int index, const char *arg)
 	case 6:
 		if ((i = kr_parse_choice("--measure", arg, "scaling|clearing")) < 0)
 			return -1;
-		cfg.clearing = i == 1;
-		if (cfg.clearing) { /* the second verdict: its own metric and rule */
+		if ((cfg.clearing = i == 1)) { /* the second verdict: its own metric and rule */
 			prog.metric = "clearing";
 			prog.threshold = CLEARING_THRESHOLD;
-			prog.rule = clearing_rule_text;
+			prog.rule = "FAIL when one thread of the kernel clears fresh 2 MiB hugetlb\n"
+				"  pages at < threshold x rep stosb over the same memory right after\n"
+				"  (median of the pass pairs; without hugetlb: the slowest kind);\n"
+				"  within 0.04 of it: SKIP";
 			if (!cfg.kinds_set)
 				cfg.kinds = CLEARING_KINDS;
 		}
@@ -1303,12 +1202,13 @@ static int validate(const struct kr_opts *o)
 	if (cfg.kinds == ALL_KINDS)
 		cfg.kinds = cfg.clearing ? CLEARING_KINDS : SCALING_KINDS;
 	if (cfg.clearing && (o->trigger || cfg.method != M_POPULATE || (cfg.kinds & 1 << K_4K)))
-		return kr_usage_error("--measure clearing: populates hugetlb, thp and 1g pages with "
-				      "one thread (no --trigger, --method or 4k)");
+		return kr_usage_error("--measure clearing: populates hugetlb, thp and 1g pages "
+				      "with one thread (no --trigger, --method or 4k)");
 	if (!cfg.clearing && (cfg.kinds & 1 << K_1G))
 		return kr_usage_error("--pages 1g: with --measure clearing only");
 	if (m == M_FALLOCATE && kinds != 1 << K_HUGETLB)
-		return kr_usage_error("--method fallocate works on hugetlb pages only (--pages hugetlb)");
+		return kr_usage_error("--method fallocate works on hugetlb pages only "
+				      "(--pages hugetlb)");
 	if (o->trigger && cfg.method_set && cfg.method != M_FALLOCATE)
 		return kr_usage_error("--trigger clears by fallocate; it cannot take --method %s",
 				      method_names[cfg.method]);
@@ -1318,26 +1218,21 @@ static int validate(const struct kr_opts *o)
 	return 0;
 }
 
-/* not const: --measure clearing switches the metric and rule */
 static struct kr_prog prog = {
 	.name = "ktask_bench",
 	.summary = "parallel clearing of large memory vs one thread",
 	.description =
-		"Clears --size bytes of fresh hugetlb, THP and 4 KiB pages (the kernel zero-fills\n"
-		"them at fault time) with 1, 2, 4 .. N threads that take chunks from a shared\n"
-		"counter, each bound with libnuma to the node owning its chunk, like the ktask RFC.\n"
-		"Also measures rep stosb over the same faulted memory (the ceiling) and munmap.\n"
-		"Each kind is warmed up once first: this VM hands freed memory back to the host\n"
-		"(free page reporting) and re-faulting it is 10x slower (--cold shows that pass).\n"
-		"Efficiency: speedup(N) = t1 / tN at the largest N with a CPU each, against the\n"
-		"speedup the machine can give (N, or less at its memory bandwidth wall: memset\n"
-		"at N threads over the kernel at 1); each kind votes with its fastest passes.\n"
-		"--trigger clears hugetlb pages by fallocate() of chunks of ONE hugetlbfs file\n"
-		"from every thread: inode_lock serialises them, so the verdict must be FAIL.\n"
-		"--measure clearing: one thread of kernel clearing of fresh 2 MiB hugetlb, THP and\n"
-		"1 GiB hugetlb pages against rep stosb and movnti over the same memory; FAIL\n"
-		"below 0.58 of rep stosb (its own rule, below). It also infers the order the\n"
-		"kernel clears a 2 MiB page in from which subpages are cache-hot afterwards.",
+		"Clears --size of fresh hugetlb, THP and 4 KiB pages (zeroed by the kernel at\n"
+		"fault time) with 1, 2, 4 .. N threads taking chunks from a shared counter, each\n"
+		"bound to the NUMA node of its chunk (ktask RFC); then rep stosb over the same\n"
+		"memory (the ceiling) and munmap. Each kind is warmed up first (free page\n"
+		"reporting makes re-faulted memory 10x slower; --cold shows that pass).\n"
+		"--trigger: fallocate() chunks of ONE hugetlbfs file from every thread;\n"
+		"inode_lock serialises them: FAIL.\n"
+		"--measure clearing: one thread of the kernel clearing fresh 2 MiB, THP and\n"
+		"1 GiB pages against rep stosb and movnti over the same memory (FAIL below 0.58\n"
+		"of rep stosb: its own rule), and the order it clears a 2 MiB page in (which\n"
+		"subpages are cache-hot afterwards).",
 	.example = "ktask_bench --size 2G --pages hugetlb,thp --threads 2 --csv scaling.csv",
 	.flags = KR_NEEDS_ROOT | KR_OPT_REPEAT | KR_OPT_TRIGGER,
 	.metric = "efficiency",
@@ -1347,8 +1242,7 @@ static struct kr_prog prog = {
 	.threshold_max = 1.0,
 	.rule = "FAIL when speedup(N) / ideal(N) < threshold for every page kind, from the\n"
 		"  fastest judged passes (N: most threads with a CPU each; ideal(N) = min(N,\n"
-		"  memset GiB/s at N threads / kernel GiB/s at 1)); kinds that disagree: SKIP.\n"
-		"  --measure clearing: see above",
+		"  memset GiB/s at N threads / kernel GiB/s at 1)); kinds that disagree: SKIP",
 	.duration_s = 10,
 	.duration_max_s = 30,
 	.repeat = 3,
