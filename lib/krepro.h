@@ -41,7 +41,9 @@ enum kr_exit {
 
 enum kr_verdict { KR_PASS, KR_FAIL, KR_SKIP, KR_ERROR };
 
+#ifndef KR_EXPORT_MINIMAL /* the export prints text only */
 enum kr_format { KR_FMT_TEXT, KR_FMT_JSON, KR_FMT_TAP };
+#endif
 
 /* ---- program description ---- */
 enum {
@@ -95,7 +97,6 @@ struct kr_opts {
 	bool duration_set;
 	double threshold;
 	bool threshold_set;
-	enum kr_format format;
 	bool quiet;
 	const char *csv;
 	int cpu;		/* -1 when not given */
@@ -106,10 +107,13 @@ struct kr_opts {
 	int repeat;
 	bool trigger, mitigate, restore_only;
 	double wait_s;
+#ifndef KR_EXPORT_MINIMAL
+	enum kr_format format;
 	bool format_set;
 	/* --kselftest, or run by the kernel's kselftest runner (kselftest/runner.sh exports
 	 * kselftest_timeout to every test): TAP by default, SKIP exits 4 */
 	bool kselftest;
+#endif
 };
 
 /* Entry point: returns the process exit code. */
@@ -144,6 +148,9 @@ void kr_param(const char *key, const char *fmt, ...) __attribute__((format(print
 void kr_env(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kr_measure(const char *key, double value);
 void kr_measure_str(const char *key, const char *value);
+/* printf into a malloc'd string (aborts when out of memory) */
+char *kr_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *kr_vstrf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* a known cause printed on FAIL, like LTP's kernel-fix tags */
 void kr_cause(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Ends the report: prints it in the chosen format and returns the exit code.
@@ -170,9 +177,6 @@ int kr_csv_open(const char *header);
 void kr_csv_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void kr_csv_close(void);
 
-/* ---- JSON writing (escaping) ---- */
-void kr_json_string(FILE *f, const char *s);
-void kr_json_number(FILE *f, double v);
 
 /* ---- time ---- */
 int64_t kr_now_ns(void);	  /* CLOCK_MONOTONIC */

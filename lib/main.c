@@ -32,197 +32,196 @@ const struct kr_prog *kr_program(void)
 	return the_prog;
 }
 
+/* The options every program shares: one table for getopt and --help. */
 enum {
-	OPT_DURATION = 1000, OPT_THRESHOLD, OPT_FORMAT, OPT_QUIET, OPT_CSV, OPT_CPU, OPT_CPUS, OPT_SEED,
-	OPT_REPEAT, OPT_TRIGGER, OPT_MITIGATE, OPT_RESTORE_ONLY, OPT_WAIT, OPT_HELP, OPT_VERSION, OPT_KSELFTEST,
-	OPT_PROG = 2000
+	O_DURATION, O_THRESHOLD, O_REPEAT, O_CPU, O_CPUS, O_SEED, O_TRIGGER, O_MITIGATE, O_FORMAT,
+#ifndef KR_EXPORT_MINIMAL
+	O_CSV, O_KSELFTEST,
+#endif
+	O_QUIET, O_WAIT, O_RESTORE_ONLY, O_HELP, O_VERSION, O_N,
+	OPT_COMMON = 256, OPT_PROG = 512
 };
 
-/* The description refilled: lines that start at column 0 are running text and are joined
- * into paragraphs; indented lines (formulas, lists) stay as they are. */
-static void print_description(FILE *f, const char *d)
-{
-	char *para = NULL;
-	size_t n = 0;
+static const struct {
+	const char *name, *arg; /* arg: NULL for a flag */
+	unsigned needs;		/* the KR_OPT_ flag a program sets to take it; 0: all do */
+	const char *help;	/* NULL: not in --help's list */
+} common[O_N] = {
+	[O_DURATION] = { "duration", "SEC", 0, "measurement time (default %g s); a run is capped "
+		"at %g s unless --duration asks for more" },
+	[O_THRESHOLD] = { "threshold", "V", 0, "verdict threshold (default %g%s, range %g-%g)" },
+	[O_REPEAT] = { "repeat", "N", KR_OPT_REPEAT, "repeats (default %d); all must agree, "
+		"else SKIP inconclusive" },
+	[O_CPU] = { "cpu", "N", KR_OPT_CPU, "the CPU the phenomenon is provoked on" },
+	[O_CPUS] = { "cpus", "LIST", KR_OPT_CPUS, "the CPUs to use, e.g. 0-3,6" },
+	[O_SEED] = { "seed", "N", KR_OPT_SEED, "seed of the random number generator" },
+	[O_TRIGGER] = { "trigger", NULL, KR_OPT_TRIGGER, "provoke the phenomenon on purpose (a "
+		"positive control: must FAIL)" },
+	[O_MITIGATE] = { "mitigate", NULL, KR_OPT_MITIGATE, "apply the known fix for the run "
+		"(restored)" },
+#ifndef KR_EXPORT_MINIMAL
+	[O_FORMAT] = { "format", "text|json|tap", 0, "report format (the exit code is the same)" },
+	[O_CSV] = { "csv", "FILE", 0, "write raw samples to FILE" },
+	[O_KSELFTEST] = { "kselftest", NULL, 0, "kselftest's conventions: TAP, SKIP exits 4 (on "
+		"by itself under kselftest's runner)" },
+#else
+	[O_FORMAT] = { "format", "text", 0, NULL }, /* JSON and TAP are not in the export */
+#endif
+	[O_QUIET] = { "quiet", NULL, 0, "print only the verdict line" },
+	[O_WAIT] = { "wait", "SEC", 0, "wait up to SEC for another krepro run" },
+	[O_RESTORE_ONLY] = { "restore-only", NULL, 0, "restore what killed runs left, and exit" },
+	[O_HELP] = { "help", NULL, 0, NULL },
+	[O_VERSION] = { "version", NULL, 0, NULL },
+};
 
-	for (const char *l = d; l && *l; l += strcspn(l, "\n"), l += *l == '\n') {
-		size_t len = strcspn(l, "\n");
-		if (len && *l != ' ') {
-			para = realloc(para, n + len + 2);
-			if (!para)
-				abort();
-			if (n)
-				para[n++] = ' ';
-			memcpy(para + n, l, len);
-			para[n += len] = 0;
-			continue;
-		}
-		if (n)
-			kr_print_wrapped(f, "", para, 0);
-		n = 0;
-		fprintf(f, "%.*s\n", (int)len, l);
+static bool want_help, want_version;
+
+/* Lines of --help within an email's width. A line at column 0 continues at indent; an
+ * indented one ("  --opt ARG   help") as kr_print_wrapped places it. */
+static void usage(int indent, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void usage(int indent, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	char *s = kr_vstrf(fmt, ap), *nl;
+	va_end(ap);
+	for (char *l = s; l; l = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(l, '\n')))
+			*nl = 0;
+		if (*l)
+			kr_print_wrapped(stdout, "", l, *l == ' ' ? -1 : indent);
+		else
+			putchar('\n');
 	}
-	if (n)
-		kr_print_wrapped(f, "", para, 0);
-	free(para);
+	free(s);
 }
 
-static void print_usage(FILE *out)
+static void usage_option(const char *name, const char *arg, const char *help)
 {
-	const struct kr_option *po = the_prog->options;
-	const char *u = the_prog->unit && *the_prog->unit ? the_prog->unit : "";
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
+	char left[64];
 
-	fprintf(f, "Usage: %s [OPTIONS]\n%s %s: %s\n\n", the_prog->name, the_prog->name, KR_VERSION,
-		the_prog->summary);
-	print_description(f, the_prog->description);
+	snprintf(left, sizeof(left), "%s%s%s", name, arg ? " " : "", arg ? arg : "");
+	usage(0, "  --%-22s %s", left, help);
+}
+
+static void print_usage(const struct kr_prog *p)
+{
+	const char *u = p->unit ? p->unit : "";
+	/* the description: lines at column 0 are running text, joined into paragraphs;
+	 * indented lines (formulas, lists) stay as they are */
+	char *d = kr_strf("%s", p->description);
+	for (char *l = d, *nl; (nl = strchr(l, '\n')); l = nl + 1)
+		if (*l != ' ' && *l != '\n' && nl[1] && nl[1] != ' ' && nl[1] != '\n')
+			*nl = ' ';
+	size_t n = strlen(d);
+	if (n && d[n - 1] == '\n')
+		d[n - 1] = 0;
+	usage(0, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s", p->name, p->name, KR_VERSION, p->summary, d);
+	free(d);
 	/* the rule as one paragraph, whatever its line breaks */
-	char *rule = NULL;
-	if (asprintf(&rule, "Verdict: %s", the_prog->rule) < 0)
-		abort();
-	for (char *r = rule, *w = rule;; r++) {
+	char *rule = kr_strf("\nVerdict: %s", p->rule);
+	for (char *r = rule + 1, *w = rule + 1;; r++) {
 		char c = *r == '\n' ? ' ' : *r;
-		if (c == ' ' && w > rule && w[-1] == ' ')
+		if (c == ' ' && w[-1] == ' ')
 			continue;
 		if (!(*w++ = c))
 			break;
 	}
-	fputc('\n', f);
-	kr_print_wrapped(f, "", rule, 2);
+	usage(2, "%s", rule);
 	free(rule);
-	fprintf(f, "  metric %s, default threshold %g%s\n", the_prog->metric, the_prog->threshold, u);
-	if (po && po->name) {
-		fprintf(f, "\nProgram options:\n");
-		for (; po->name; po++) {
-			char left[64];
-			snprintf(left, sizeof(left), "--%s%s%s", po->name, po->argname ? " " : "",
-				 po->argname ? po->argname : "");
-			fprintf(f, "  %-24s %s\n", left, po->help);
-		}
+	usage(0, "  metric %s, default threshold %g%s", p->metric, p->threshold, u);
+	if (p->options && p->options->name)
+		usage(0, "\nProgram options:");
+	for (const struct kr_option *po = p->options; po && po->name; po++)
+		usage_option(po->name, po->argname, po->help);
+	usage(0, "\nCommon options:");
+	for (int i = 0; i < O_N; i++) {
+		if (!common[i].help || (common[i].needs && !(p->flags & common[i].needs)))
+			continue;
+		char *h = i == O_DURATION ? kr_strf(common[i].help, p->duration_s, p->duration_max_s)
+			: i == O_THRESHOLD ? kr_strf(common[i].help, p->threshold, u,
+						     p->threshold_min, p->threshold_max)
+			: i == O_REPEAT ? kr_strf(common[i].help, p->repeat)
+			: kr_strf("%s", common[i].help);
+		usage_option(common[i].name, common[i].arg, h);
+		free(h);
 	}
-	fprintf(f, "\nCommon options:\n"
-		   "  --duration SEC           measurement time (default %g s); a run is\n"
-		   "                           capped at %g s unless --duration asks\n"
-		   "                           for more\n"
-		   "  --threshold V            verdict threshold (default %g%s, range %g-%g)\n",
-		the_prog->duration_s, the_prog->duration_max_s, the_prog->threshold, u, the_prog->threshold_min,
-		the_prog->threshold_max);
-	if (the_prog->flags & KR_OPT_REPEAT)
-		fprintf(f, "  --repeat N               repeats (default %d); all must agree, else\n"
-			   "                           SKIP inconclusive\n",
-			the_prog->repeat);
-	if (the_prog->flags & KR_OPT_CPU)
-		fprintf(f, "  --cpu N                  the CPU the phenomenon is provoked on\n");
-	if (the_prog->flags & KR_OPT_CPUS)
-		fprintf(f, "  --cpus LIST              the CPUs to use, e.g. 0-3,6\n");
-	if (the_prog->flags & KR_OPT_SEED)
-		fprintf(f, "  --seed N                 seed of the random number generator\n");
-	if (the_prog->flags & KR_OPT_TRIGGER)
-		fprintf(f, "  --trigger                provoke the phenomenon on purpose (a\n"
-			   "                           positive control: must FAIL)\n");
-	if (the_prog->flags & KR_OPT_MITIGATE)
-		fprintf(f, "  --mitigate               apply the known fix for the run (restored)\n");
+	usage(0, "  --help, --version\n\n"
+	      "Exit codes (chosen for git bisect run):\n"
+	      "  0 PASS: not observed      1 FAIL: observed (bisect: bad)\n"
+	      "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
+	      "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
+	      "  129 SKIP: this machine or user cannot run it (bisect: abort)");
 #ifndef KR_EXPORT_MINIMAL
-	fprintf(f, "  --format text|json|tap   report format (the exit code is the same)\n"
-		   "  --csv FILE               write raw samples to FILE\n"
-		   "  --kselftest              kselftest's conventions: TAP, SKIP exits 4\n"
-		   "                           (on by itself under kselftest's runner)\n");
+	usage(0, "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP");
 #endif
-	fprintf(f, "  --quiet                  print only the verdict line\n"
-		   "  --wait SEC               wait up to SEC for another krepro run\n"
-		   "  --restore-only           restore what killed runs left, and exit\n"
-		   "  --help, --version\n"
-		   "\nExit codes (chosen for git bisect run):\n"
-		   "  0 PASS: not observed      1 FAIL: observed (bisect: bad)\n"
-		   "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
-		   "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
-		   "  129 SKIP: this machine or user cannot run it (bisect: abort)\n"
-		   "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP\n"
-		   "\nExample:\n  %s\n", the_prog->example);
-	fclose(f);
-	/* every line within an email's width */
-	for (char *l = text; l && *l;) {
-		char *nl = strchr(l, '\n');
-		if (nl)
-			*nl = 0;
-		if (*l)
-			kr_print_wrapped(out, "", l, -1);
-		else
-			fputc('\n', out);
-		l = nl ? nl + 1 : NULL;
-	}
-	free(text);
+	usage(0, "\nExample:\n  %s", p->example);
 }
 
-static int parse_common_option(int key, const char *arg)
+static int parse_common_option(int i, const char *arg)
 {
 	int64_t ns;
 	long l;
-	int i;
 
-	switch (key) {
-	case OPT_DURATION:
+	switch (i) {
+	case O_DURATION:
 		if (kr_parse_duration_ns("--duration", arg, "s", 1000000, 3600000000000LL, &ns) < 0)
 			return -1;
 		the_opts.duration_s = (double)ns / 1e9;
 		the_opts.duration_set = true;
 		return 0;
-	case OPT_THRESHOLD:
+	case O_THRESHOLD:
 		the_opts.threshold_set = true;
-		return kr_parse_double("--threshold", arg, the_prog->threshold_min, the_prog->threshold_max,
-				       &the_opts.threshold);
-	case OPT_FORMAT:
-		if ((i = kr_parse_choice("--format", arg, "text|json|tap")) < 0)
+		return kr_parse_double("--threshold", arg, the_prog->threshold_min,
+				       the_prog->threshold_max, &the_opts.threshold);
+	case O_FORMAT:
+		if ((l = kr_parse_choice("--format", arg, common[O_FORMAT].arg)) < 0)
 			return -1;
-#ifdef KR_EXPORT_MINIMAL /* JSON and TAP are not in the export */
-		if (i != KR_FMT_TEXT)
-			return kr_usage_error("--format: only text in this export");
-#endif
-		the_opts.format = (enum kr_format)i;
-		the_opts.format_set = true;
-		return 0;
-	case OPT_QUIET: the_opts.quiet = true; return 0;
-	case OPT_CSV:
 #ifndef KR_EXPORT_MINIMAL
+		the_opts.format = (enum kr_format)l;
+		the_opts.format_set = true;
+#endif
+		return 0;
+#ifndef KR_EXPORT_MINIMAL
+	case O_CSV:
 		if (!*arg)
 			return kr_usage_error("--csv: expected a file name");
 		the_opts.csv = arg;
 		return 0;
-#else
-		return kr_usage_error("--csv: not in this export (see its first lines)");
+	case O_KSELFTEST: the_opts.kselftest = true; return 0;
 #endif
-	case OPT_CPU: {
+	case O_CPU:
 		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
 		    kr_cpu_check("--cpu", (int)l) < 0)
 			return -1;
 		the_opts.cpu = (int)l;
 		return 0;
-	}
-	case OPT_CPUS:
+	case O_CPUS:
 		the_opts.cpus_set = true;
 		return kr_parse_cpulist("--cpus", arg, &the_opts.cpus);
-	case OPT_SEED:
+	case O_SEED:
 		if (kr_parse_long("--seed", arg, 0, 0x7fffffffL, &l) < 0)
 			return -1;
 		the_opts.seed = (unsigned long long)l;
 		the_opts.seed_set = true;
 		return 0;
-	case OPT_REPEAT:
+	case O_REPEAT:
 		if (kr_parse_long("--repeat", arg, 1, 100, &l) < 0)
 			return -1;
 		the_opts.repeat = (int)l;
 		return 0;
-	case OPT_TRIGGER: the_opts.trigger = true; return 0;
-	case OPT_MITIGATE: the_opts.mitigate = true; return 0;
-	case OPT_RESTORE_ONLY: the_opts.restore_only = true; return 0;
-	case OPT_KSELFTEST: the_opts.kselftest = true; return 0;
-	case OPT_WAIT:
+	case O_WAIT:
 		if (kr_parse_duration_ns("--wait", arg, "s", 0, 86400000000000LL, &ns) < 0)
 			return -1;
 		the_opts.wait_s = (double)ns / 1e9;
 		return 0;
+	case O_QUIET: the_opts.quiet = true; return 0;
+	case O_TRIGGER: the_opts.trigger = true; return 0;
+	case O_MITIGATE: the_opts.mitigate = true; return 0;
+	case O_RESTORE_ONLY: the_opts.restore_only = true; return 0;
+	case O_HELP: want_help = true; return 0;
+	case O_VERSION: want_version = true; return 0;
 	}
 	return -1;
 }
@@ -263,14 +262,14 @@ static void kill_on_hard_cap(int sig)
 		kill(measuring_child, SIGKILL);
 }
 
-static const char *verdict_of_exit(int code)
+/* SIGINT, SIGTERM and SIGHUP to handler */
+static void on_stop_signals(void (*handler)(int))
 {
-	switch (code) {
-	case KR_EXIT_PASS: return "PASS";
-	case KR_EXIT_FAIL: return "FAIL";
-	case KR_EXIT_SKIP: case KR_EXIT_SKIP_MACHINE: case KR_EXIT_KSFT_SKIP: return "SKIP";
-	default: return "ERROR";
-	}
+	struct sigaction sa = { .sa_handler = handler };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 static int supervise(void)
@@ -301,21 +300,15 @@ static int supervise(void)
 		if (getppid() != parent)
 			_exit(KR_EXIT_ERROR);
 		/* a shell starts background jobs with SIGINT ignored: the contract says it stops */
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
+		on_stop_signals(SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		code = the_prog->run(&the_opts);
 		fflush(NULL);
 		_exit(code);
 	}
 	kr_journal_child(measuring_child);
-	struct sigaction sa = { .sa_handler = forward_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = kill_on_hard_cap;
-	sigaction(SIGALRM, &sa, NULL);
+	on_stop_signals(forward_signal);
+	sigaction(SIGALRM, &(struct sigaction){ .sa_handler = kill_on_hard_cap }, NULL);
 	/* the hard cap: a run never exceeds it, whatever the program does */
 	double cap = kr_hard_cap_s();
 	alarm((unsigned)cap);
@@ -325,30 +318,30 @@ static int supervise(void)
 	alarm(0);
 	measuring_child = 0;
 	int failed = kr_journal_finish();
-	if (WIFEXITED(status)) {
+	if (WIFEXITED(status))
 		code = WEXITSTATUS(status);
-	} else {
-		int sig = WTERMSIG(status);
-		if (supervisor_signal == SIGALRM)
-			code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap);
-		else if (supervisor_signal)
-			code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(supervisor_signal));
-		else
-			code = kr_error("the measurement crashed (%s); state restored", strsignal(sig));
-	}
+	else if (supervisor_signal == SIGALRM)
+		code = kr_error("exceeded the hard cap of %.0f s and was killed; state restored", cap);
+	else if (supervisor_signal)
+		code = kr_error("interrupted by SIG%s; state restored", sigabbrev_np(supervisor_signal));
+	else
+		code = kr_error("the measurement crashed (%s); state restored",
+				strsignal(WTERMSIG(status)));
 	if (failed) {
 		kr_warn("%d change(s) could not be restored: see the messages above and %s", failed,
 			kr_rundir());
 		code = KR_EXIT_ERROR;
 	}
-	kr_kmsg("krepro: %s end: %s", the_prog->name, verdict_of_exit(code));
+	kr_kmsg("krepro: %s end: %s", the_prog->name, code == KR_EXIT_PASS ? "PASS"
+		: code == KR_EXIT_FAIL ? "FAIL" : code == KR_EXIT_SKIP ||
+		code == KR_EXIT_SKIP_MACHINE || code == KR_EXIT_KSFT_SKIP ? "SKIP" : "ERROR");
 	return code;
 }
 
 int kr_main(const struct kr_prog *p, int argc, char **argv)
 {
 	struct option lo[64];
-	int n = 0, nprog = 0;
+	int n = 0;
 
 	the_prog = p;
 	kr_cpus_init(); /* before any thread pins itself */
@@ -357,85 +350,52 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	the_opts.threshold = p->threshold;
 	the_opts.cpu = -1;
 	the_opts.repeat = p->repeat > 0 ? p->repeat : 1;
-
-#define ADD(nm, has, key) lo[n++] = (struct option){ nm, has, NULL, key }
-	ADD("duration", required_argument, OPT_DURATION);
-	ADD("threshold", required_argument, OPT_THRESHOLD);
-	ADD("format", required_argument, OPT_FORMAT);
-	ADD("quiet", no_argument, OPT_QUIET);
-	ADD("csv", required_argument, OPT_CSV);
-	ADD("wait", required_argument, OPT_WAIT);
-	ADD("restore-only", no_argument, OPT_RESTORE_ONLY);
-	ADD("kselftest", no_argument, OPT_KSELFTEST);
-	ADD("help", no_argument, OPT_HELP);
-	ADD("version", no_argument, OPT_VERSION);
-	if (p->flags & KR_OPT_CPU)
-		ADD("cpu", required_argument, OPT_CPU);
-	if (p->flags & KR_OPT_CPUS)
-		ADD("cpus", required_argument, OPT_CPUS);
-	if (p->flags & KR_OPT_SEED)
-		ADD("seed", required_argument, OPT_SEED);
-	if (p->flags & KR_OPT_REPEAT)
-		ADD("repeat", required_argument, OPT_REPEAT);
-	if (p->flags & KR_OPT_TRIGGER)
-		ADD("trigger", no_argument, OPT_TRIGGER);
-	if (p->flags & KR_OPT_MITIGATE)
-		ADD("mitigate", no_argument, OPT_MITIGATE);
-	for (const struct kr_option *po = p->options; po && po->name && n < 62; po++, nprog++)
-		ADD(po->name, po->argname ? required_argument : no_argument, OPT_PROG + nprog);
+	for (int i = 0; i < O_N; i++)
+		if (!common[i].needs || (p->flags & common[i].needs))
+			lo[n++] = (struct option){ common[i].name, common[i].arg ? required_argument
+						   : no_argument, NULL, OPT_COMMON + i };
+	for (int i = 0; p->options && p->options[i].name && n < 63; i++)
+		lo[n++] = (struct option){ p->options[i].name, p->options[i].argname ?
+					   required_argument : no_argument, NULL, OPT_PROG + i };
 	lo[n] = (struct option){ 0 };
-#undef ADD
 
 	opterr = 0;
 	optind = 1;
-	bool help = false, version = false;
-	for (;;) {
-		int idx = -1;
-		int key = getopt_long(argc, argv, ":", lo, &idx);
-		if (key == -1)
-			break;
-		if (key == '?') {
-			kr_usage_error("unknown option '%s' (see --help)", argv[optind - 1]);
+	want_help = want_version = false;
+	for (int key; (key = getopt_long(argc, argv, ":", lo, NULL)) != -1;) {
+		if (key == '?' || key == ':') {
+			kr_usage_error("%s '%s'%s (see --help)", key == '?' ? "unknown option" : "option",
+				       argv[optind - 1], key == ':' ? " needs a value" : "");
 			return KR_EXIT_ERROR;
 		}
-		if (key == ':') {
-			kr_usage_error("option '%s' needs a value (see --help)", argv[optind - 1]);
+		if (key >= OPT_PROG ? p->parse(key - OPT_PROG, optarg) < 0
+				    : parse_common_option(key - OPT_COMMON, optarg) < 0)
 			return KR_EXIT_ERROR;
-		}
-		if (key == OPT_HELP)
-			help = true;
-		else if (key == OPT_VERSION)
-			version = true;
-		else if (key >= OPT_PROG) {
-			if (p->parse(key - OPT_PROG, optarg) < 0)
-				return KR_EXIT_ERROR;
-		} else if (parse_common_option(key, optarg) < 0) {
-			return KR_EXIT_ERROR;
-		}
 	}
 	if (optind < argc) {
 		kr_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
 		return KR_EXIT_ERROR;
 	}
+#ifndef KR_EXPORT_MINIMAL
 	/* kselftest/runner.sh exports kselftest_timeout to each test it runs (kernels 5.x to
 	 * today); its own convention then wins: SKIP is exit 4 and the report is TAP */
 	if (getenv("kselftest_timeout"))
 		the_opts.kselftest = true;
 	if (the_opts.kselftest && !the_opts.format_set)
 		the_opts.format = KR_FMT_TAP;
-	if (help) {
-		print_usage(stdout);
-		return KR_EXIT_PASS;
-	}
-	if (version) {
-		printf("%s (krepro) %s\n", p->name, KR_VERSION);
+#endif
+	if (want_help || want_version) {
+		if (want_help)
+			print_usage(p);
+		else
+			printf("%s (krepro) %s\n", p->name, KR_VERSION);
 		return KR_EXIT_PASS;
 	}
 	if (p->validate && p->validate(&the_opts) < 0)
 		return KR_EXIT_ERROR;
 
+	pid_t holder = 0;
 	if (the_opts.restore_only) {
-		pid_t holder = 0;
 		if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 			kr_usage_error("another krepro run (pid %d) holds %s/lock", (int)holder, kr_rundir());
 			return KR_EXIT_ERROR;
@@ -446,22 +406,17 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 			return KR_EXIT_ERROR;
 		}
 		if (failed) {
-			fprintf(stderr, "%s: %d of %d journal(s) of unfinished runs could not be "
-				"restored completely (kept in %s): see above\n", p->name, failed, found,
-				kr_rundir());
+			kr_usage_error("%d of %d journal(s) of unfinished runs could not be restored "
+				       "completely (kept in %s): see above", failed, found, kr_rundir());
 			return KR_EXIT_ERROR;
 		}
-		fprintf(stderr, "%s: %d journal(s) of unfinished runs restored\n", p->name, found);
+		kr_warn("%d journal(s) of unfinished runs restored", found);
 		return KR_EXIT_PASS;
 	}
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings, journaled)");
 
-	struct sigaction pre = { .sa_handler = note_pre_run_signal };
-	sigaction(SIGINT, &pre, NULL);
-	sigaction(SIGTERM, &pre, NULL);
-	sigaction(SIGHUP, &pre, NULL);
-	pid_t holder = 0;
+	on_stop_signals(note_pre_run_signal);
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 		if (errno == EINTR)
 			return kr_error("interrupted by SIG%s while waiting for %s/lock; nothing "

@@ -12,36 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kr_usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return -1;
-}
-
-static bool str_is_blank(const char *s)
-{
-	while (*s && isspace((unsigned char)*s))
-		s++;
-	return !*s;
-}
-
 int kr_parse_long(const char *opt, const char *s, long min, long max, long *out)
 {
-	char *end;
+	char *end = NULL;
+	long v = 0;
 
-	if (!s || str_is_blank(s) || isspace((unsigned char)*s))
+	errno = 0;
+	if (s && *s && !isspace((unsigned char)*s))
+		v = strtol(s, &end, 10);
+	if (!end || errno || *end || v < min || v > max)
 		return kr_usage_error("%s: '%s': want an integer %ld..%ld", opt, s ? s : "", min,
 				      max);
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return kr_usage_error("%s: '%s': want an integer %ld..%ld", opt, s, min, max);
 	*out = v;
 	return 0;
 }
@@ -77,29 +58,17 @@ int kr_parse_double(const char *opt, const char *s, double min, double max, doub
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int64_t ns;
-} duration_units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+static const char *const duration_units[] = { "ns", "us", "ms", "s" };
 
-static int64_t duration_unit_ns(const char *u)
-{
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
-		if (!strcmp(u, duration_units[i].name))
-			return duration_units[i].ns;
-	return 0;
-}
-
+/* "2s", "500ms": the largest unit that divides ns */
 static void format_duration_ns(int64_t ns, char *buf, size_t len)
 {
-	if (ns % 1000000000 == 0)
-		snprintf(buf, len, "%llds", (long long)(ns / 1000000000));
-	else if (ns % 1000000 == 0)
-		snprintf(buf, len, "%lldms", (long long)(ns / 1000000));
-	else if (ns % 1000 == 0)
-		snprintf(buf, len, "%lldus", (long long)(ns / 1000));
-	else
-		snprintf(buf, len, "%lldns", (long long)ns);
+	int64_t mul = 1000000000;
+	int u = 3;
+
+	for (; ns % mul; mul /= 1000)
+		u--;
+	snprintf(buf, len, "%lld%s", (long long)(ns / mul), duration_units[u]);
 }
 
 int kr_parse_duration_ns(const char *opt, const char *s, const char *default_unit,
@@ -108,15 +77,18 @@ int kr_parse_duration_ns(const char *opt, const char *s, const char *default_uni
 	double v;
 	const char *rest;
 	char lo[32], hi[32];
+	int64_t mul = 0, m = 1;
 
-	format_duration_ns(min_ns, lo, sizeof(lo));
-	format_duration_ns(max_ns, hi, sizeof(hi));
-	int64_t mul = 0;
 	if (parse_number_prefix(s, &v, &rest) == 0)
-		mul = duration_unit_ns(*rest ? rest : default_unit);
-	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns)
+		for (int u = 0; u < 4; u++, m *= 1000)
+			if (!strcmp(*rest ? rest : default_unit, duration_units[u]))
+				mul = m;
+	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns) {
+		format_duration_ns(min_ns, lo, sizeof(lo));
+		format_duration_ns(max_ns, hi, sizeof(hi));
 		return kr_usage_error("%s: '%s': want %s..%s (ns, us, ms, s; bare: %s)", opt,
 				      s ? s : "", lo, hi, default_unit);
+	}
 	*out = (int64_t)llround(v * (double)mul);
 	return 0;
 }
@@ -185,14 +157,11 @@ int kr_parse_choice(const char *opt, const char *s, const char *choices)
 	size_t n = s ? strlen(s) : 0;
 	int idx = 0;
 
-	for (const char *c = choices; n && *c; idx++) {
-		const char *bar = strchr(c, '|');
-		size_t len = bar ? (size_t)(bar - c) : strlen(c);
-		if (len == n && !strncmp(c, s, n))
+	for (const char *c = choices; n; c += strcspn(c, "|") + 1, idx++) {
+		if (strcspn(c, "|") == n && !strncmp(c, s, n))
 			return idx;
-		if (!bar)
+		if (!c[strcspn(c, "|")])
 			break;
-		c = bar + 1;
 	}
 	return kr_usage_error("%s: '%s': want one of %s", opt, s ? s : "", choices);
 }

@@ -26,59 +26,61 @@ struct kr_kvlist {
 };
 
 static struct {
-	char **lines;
-	size_t nlines, cap;
-	struct kr_kvlist params, env, meas;
-	char **causes;
-	size_t ncauses;
-	bool done;
+	char **lines, **causes;
+	size_t nlines, ncauses;
+	struct kr_kvlist params, env;
+#ifndef KR_EXPORT_MINIMAL /* measurements are JSON only */
+	struct kr_kvlist meas;
+#endif
 } kr_rep;
 
-static char *kr_vfmt(const char *fmt, va_list ap)
+static void out_of_memory(void)
+{
+	perror("krepro: out of memory");
+	abort();
+}
+
+char *kr_vstrf(const char *fmt, va_list ap)
 {
 	char *s = NULL;
 
-	if (vasprintf(&s, fmt, ap) < 0) {
-		perror("krepro: out of memory");
-		abort();
-	}
+	if (vasprintf(&s, fmt, ap) < 0)
+		out_of_memory();
 	return s;
 }
 
-static void *kr_xrealloc(void *p, size_t n)
+char *kr_strf(const char *fmt, ...)
 {
-	p = realloc(p, n);
-	if (!p) {
-		perror("krepro: out of memory");
-		abort();
-	}
+	va_list ap;
+
+	va_start(ap, fmt);
+	char *s = kr_vstrf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* room for n + 1 elements of size in *p */
+static void *grow(void *p, size_t n, size_t size)
+{
+	if (!(p = realloc(p, (n + 1) * size)))
+		out_of_memory();
 	return p;
 }
 
 static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double num)
 {
-	for (size_t i = 0; i < l->n; i++) {
-		if (!strcmp(l->v[i].key, key)) {
-			free(l->v[i].str);
-			l->v[i].str = str;
-			l->v[i].num = num;
-			return;
-		}
-	}
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = kr_xrealloc(l->v, l->cap * sizeof(*l->v));
-	}
-	l->v[l->n++] = (struct kr_kv){ strdup(key), str, num };
-}
+	size_t i = 0;
 
-static void report_add_line(const char *text)
-{
-	if (kr_rep.nlines == kr_rep.cap) {
-		kr_rep.cap = kr_rep.cap ? 2 * kr_rep.cap : 64;
-		kr_rep.lines = kr_xrealloc(kr_rep.lines, kr_rep.cap * sizeof(char *));
+	while (i < l->n && strcmp(l->v[i].key, key))
+		i++;
+	if (i == l->n) {
+		l->v = grow(l->v, l->n++, sizeof(*l->v));
+		l->v[i].key = kr_strf("%s", key);
+	} else {
+		free(l->v[i].str);
 	}
-	kr_rep.lines[kr_rep.nlines++] = strdup(text);
+	l->v[i].str = str;
+	l->v[i].num = num;
 }
 
 void kr_say(const char *fmt, ...)
@@ -86,20 +88,17 @@ void kr_say(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	char *s = kr_vfmt(fmt, ap);
+	char *s = kr_vstrf(fmt, ap), *nl;
 	va_end(ap);
 	size_t len = strlen(s);
 	if (len && s[len - 1] == '\n')
 		s[len - 1] = 0;
 	/* one entry per line, so TAP can prefix each */
-	for (char *p = s;;) {
-		char *nl = strchr(p, '\n');
-		if (nl)
+	for (char *l = s; l; l = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(l, '\n')))
 			*nl = 0;
-		report_add_line(p);
-		if (!nl)
-			break;
-		p = nl + 1;
+		kr_rep.lines = grow(kr_rep.lines, kr_rep.nlines, sizeof(char *));
+		kr_rep.lines[kr_rep.nlines++] = kr_strf("%s", l);
 	}
 	free(s);
 }
@@ -109,7 +108,7 @@ void kr_param(const char *key, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	kvlist_set(&kr_rep.params, key, kr_vfmt(fmt, ap), 0);
+	kvlist_set(&kr_rep.params, key, kr_vstrf(fmt, ap), 0);
 	va_end(ap);
 }
 
@@ -118,48 +117,50 @@ void kr_env(const char *key, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	kvlist_set(&kr_rep.env, key, kr_vfmt(fmt, ap), 0);
+	kvlist_set(&kr_rep.env, key, kr_vstrf(fmt, ap), 0);
 	va_end(ap);
 }
 
+#ifndef KR_EXPORT_MINIMAL
 void kr_measure(const char *key, double value)
 {
-#ifndef KR_EXPORT_MINIMAL /* measurements are JSON only */
 	kvlist_set(&kr_rep.meas, key, NULL, value);
-#else
-	(void)key, (void)value;
-#endif
 }
 
 void kr_measure_str(const char *key, const char *value)
 {
-#ifndef KR_EXPORT_MINIMAL
-	kvlist_set(&kr_rep.meas, key, strdup(value ? value : ""), 0);
-#else
-	(void)key, (void)value;
-#endif
+	kvlist_set(&kr_rep.meas, key, kr_strf("%s", value ? value : ""), 0);
 }
+#else
+void kr_measure(const char *key, double value) { (void)key, (void)value; }
+void kr_measure_str(const char *key, const char *value) { (void)key, (void)value; }
+#endif
 
 void kr_cause(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	kr_rep.causes = kr_xrealloc(kr_rep.causes, (kr_rep.ncauses + 1) * sizeof(char *));
-	kr_rep.causes[kr_rep.ncauses++] = kr_vfmt(fmt, ap);
+	kr_rep.causes = grow(kr_rep.causes, kr_rep.ncauses, sizeof(char *));
+	kr_rep.causes[kr_rep.ncauses++] = kr_vstrf(fmt, ap);
 	va_end(ap);
+}
+
+/* "prog: message" on stderr */
+static void vwarn(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
 }
 
 void kr_progress(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!isatty(STDERR_FILENO))
-		return;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	if (isatty(STDERR_FILENO))
+		vwarn(fmt, ap);
 	va_end(ap);
 }
 
@@ -168,15 +169,23 @@ void kr_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vwarn(fmt, ap);
 	va_end(ap);
+}
+
+int kr_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	return -1;
 }
 
 #ifndef KR_EXPORT_MINIMAL
 /* ---- JSON ---- */
-void kr_json_string(FILE *f, const char *s)
+static void json_string(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);
@@ -202,7 +211,7 @@ void kr_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void kr_json_number(FILE *f, double v)
+static void json_number(FILE *f, double v)
 {
 	if (!isfinite(v))
 		fputs("null", f);
@@ -212,20 +221,68 @@ void kr_json_number(FILE *f, double v)
 		fprintf(f, "%.6g", v);
 }
 
-static void json_write_object(FILE *f, const struct kr_kvlist *l)
+static void json_object(FILE *f, const struct kr_kvlist *l)
 {
 	fputc('{', f);
 	for (size_t i = 0; i < l->n; i++) {
-		if (i)
-			fputc(',', f);
-		kr_json_string(f, l->v[i].key);
+		fputs(i ? "," : "", f);
+		json_string(f, l->v[i].key);
 		fputc(':', f);
 		if (l->v[i].str)
-			kr_json_string(f, l->v[i].str);
+			json_string(f, l->v[i].str);
 		else
-			kr_json_number(f, l->v[i].num);
+			json_number(f, l->v[i].num);
 	}
 	fputc('}', f);
+}
+
+static void json_array(FILE *f, char **s, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? "," : "", f);
+		json_string(f, s[i]);
+	}
+	fputc(']', f);
+}
+
+static void report_json(FILE *f, enum kr_verdict v, int code, double value, double threshold,
+			const char *reason, const char *line)
+{
+	static const char *const words[] = { "PASS", "FAIL", "SKIP", "ERROR" };
+	const struct kr_prog *p = kr_program();
+
+	fputs("{\"program\":", f);
+	json_string(f, p ? p->name : "krepro");
+	fputs(",\"version\":", f);
+	json_string(f, KR_VERSION);
+	fputs(",\"verdict\":", f);
+	json_string(f, words[v]);
+	fprintf(f, ",\"exit_code\":%d,\"metric\":{\"name\":", code);
+	json_string(f, p ? p->metric : NULL);
+	fputs(",\"value\":", f);
+	json_number(f, value);
+	fputs(",\"unit\":", f);
+	json_string(f, p && p->unit ? p->unit : "");
+	fputs("},\"threshold\":", f);
+	json_number(f, threshold);
+	fputs(",\"rule\":", f);
+	json_string(f, p ? p->rule : NULL);
+	fputs(",\"reason\":", f);
+	json_string(f, (v == KR_SKIP || v == KR_ERROR) ? reason : NULL);
+	fputs(",\"verdict_line\":", f);
+	json_string(f, line);
+	fputs(",\"parameters\":", f);
+	json_object(f, &kr_rep.params);
+	fputs(",\"environment\":", f);
+	json_object(f, &kr_rep.env);
+	fputs(",\"measurements\":", f);
+	json_object(f, &kr_rep.meas);
+	fputs(",\"known_causes\":", f);
+	json_array(f, kr_rep.causes, v == KR_FAIL ? kr_rep.ncauses : 0);
+	fputs(",\"text\":", f);
+	json_array(f, kr_rep.lines, kr_rep.nlines);
+	fputs("}\n", f);
 }
 #endif
 
@@ -246,27 +303,6 @@ static void format_value(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.3f", v); /* 0.9996 is "1.000", never a bare "1" */
 	else
 		snprintf(buf, len, "%.3g", v);
-}
-
-static const char *verdict_word(enum kr_verdict v)
-{
-	static const char *const names[] = { "PASS", "FAIL", "SKIP", "ERROR" };
-	return names[v];
-}
-
-/* a value on one line: control characters (a newline in a parameter) become spaces */
-static size_t put_one_line_n(FILE *f, const char *s, size_t max)
-{
-	size_t n = 0;
-
-	for (; s && *s && n < max; s++, n++)
-		fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
-	return n;
-}
-
-static size_t put_one_line(FILE *f, const char *s)
-{
-	return put_one_line_n(f, s, SIZE_MAX);
 }
 
 /* columns of s: UTF-8 continuation bytes take none */
@@ -318,7 +354,9 @@ void kr_print_wrapped(FILE *f, const char *prefix, const char *line, int indent)
 				cut = space;
 		}
 		fprintf(f, "%s%*s", prefix, first ? 0 : (int)ind, "");
-		put_one_line_n(f, line, cut);
+		/* on one line: control characters (a newline in a parameter) become spaces */
+		for (size_t i = 0; i < cut; i++)
+			fputc((unsigned char)line[i] < 0x20 ? ' ' : line[i], f);
 		fputc('\n', f);
 		line += cut;
 		line += strspn(line, " ");
@@ -327,35 +365,11 @@ void kr_print_wrapped(FILE *f, const char *prefix, const char *line, int indent)
 	}
 }
 
-/* print lines of "key=value" pairs wrapped at 72 columns */
-static void report_print_pairs(FILE *f, const char *prefix, const char *title, const struct kr_kvlist *l)
-{
-	size_t col = 0;
-
-	for (size_t i = 0; i < l->n; i++) {
-		size_t w = strlen(l->v[i].key) + 1 + strlen(l->v[i].str ? l->v[i].str : "");
-		if (col == 0 || col + 1 + w > KR_TEXT_WIDTH) {
-			if (col)
-				fputc('\n', f);
-			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : title);
-		}
-		col += (size_t)fprintf(f, " %s=", l->v[i].key);
-		col += put_one_line(f, l->v[i].str);
-	}
-	if (col)
-		fputc('\n', f);
-}
-
 /* "key: value", a long value (IRQ affinities, the command line) wrapped and indented */
 static void report_print_env(FILE *f, const char *prefix)
 {
 	for (size_t i = 0; i < kr_rep.env.n; i++) {
-		char *line = NULL;
-		if (asprintf(&line, "%s: %s", kr_rep.env.v[i].key, kr_rep.env.v[i].str) < 0)
-			abort();
-		for (char *c = line; *c; c++)
-			if ((unsigned char)*c < 0x20)
-				*c = ' ';
+		char *line = kr_strf("%s: %s", kr_rep.env.v[i].key, kr_rep.env.v[i].str);
 		kr_print_wrapped(f, prefix, line, 4);
 		free(line);
 	}
@@ -365,194 +379,164 @@ void kr_env_print(FILE *f, bool json)
 {
 #ifndef KR_EXPORT_MINIMAL
 	if (json) {
-		json_write_object(f, &kr_rep.env);
+		json_object(f, &kr_rep.env);
 		fputc('\n', f);
-	} else {
-		report_print_env(f, "");
+		return;
 	}
-#else
+#endif
 	(void)json;
 	report_print_env(f, "");
-#endif
 }
 
-static int report_finish(enum kr_verdict v, int code, double value, const char *reason_in, const char *extra)
+/* The text report: the header, the environment, the parameters as "key=value" pairs
+ * within 72 columns, kr_say's lines and, on FAIL, the known causes; prefix: "# " in TAP */
+static void report_text(FILE *f, const char *prefix, bool fail)
 {
-	/* a reason is one line in every format (it ends up in the verdict and TAP test lines) */
-	char reason_buf[512], *reason = NULL;
-	if (reason_in) {
-		snprintf(reason_buf, sizeof(reason_buf), "%s", reason_in);
-		for (char *c = reason_buf; *c; c++)
-			if ((unsigned char)*c < 0x20)
-				*c = ' ';
-		reason = reason_buf;
+	const struct kr_prog *p = kr_program();
+	char *s = kr_strf("%s %s: %s", p ? p->name : "krepro", KR_VERSION, p ? p->summary : "");
+	size_t col = 0;
+
+	kr_print_wrapped(f, prefix, s, 2);
+	free(s);
+	report_print_env(f, prefix);
+	for (size_t i = 0; i < kr_rep.params.n; i++) {
+		struct kr_kv *kv = &kr_rep.params.v[i];
+		size_t w = strlen(kv->key) + 1 + strlen(kv->str);
+		if (col == 0 || col + 1 + w > KR_TEXT_WIDTH) {
+			if (col)
+				fputc('\n', f);
+			col = (size_t)fprintf(f, "%s%-7s", prefix, col ? "" : "params:");
+		}
+		col += (size_t)fprintf(f, " %s=", kv->key) + strlen(kv->str);
+		for (const char *c = kv->str; *c; c++)
+			fputc((unsigned char)*c < 0x20 ? ' ' : *c, f);
 	}
+	if (col)
+		fputc('\n', f);
+	for (size_t i = 0; i < kr_rep.nlines; i++) {
+		if (!*kr_rep.lines[i])
+			fprintf(f, "%.1s\n", prefix);
+		else
+			kr_print_wrapped(f, prefix, kr_rep.lines[i], -1);
+	}
+	for (size_t i = 0; fail && i < kr_rep.ncauses; i++) {
+		s = kr_strf("known cause: %s", kr_rep.causes[i]);
+		kr_print_wrapped(f, prefix, s, 2);
+		free(s);
+	}
+}
+
+/* Prints the report and returns code. The verdict line fits an email line: the verdict,
+ * the metric and its limit (or the start of the reason); what does not fit goes into a
+ * "verdict: ..." line above it. --quiet prints the whole verdict line alone. */
+static int report_finish(enum kr_verdict v, int code, double value, const char *reason_in,
+			 const char *extra)
+{
+	static const char *const words[] = { "PASS", "FAIL", "SKIP", "ERROR" };
 	const struct kr_prog *p = kr_program();
 	const struct kr_opts *o = kr_options();
-	enum kr_format fmt = o ? o->format : KR_FMT_TEXT;
-	bool quiet = o && o->quiet;
-	bool ksft = o && o->kselftest;
-	const char *name = p ? p->name : "krepro";
-	const char *unit = p && p->unit ? p->unit : "";
+	const char *name = p ? p->name : "krepro", *unit = p && p->unit ? p->unit : "";
+	const char *x = extra ? extra : "", *pre = "";
 	double threshold = o && o->threshold_set ? o->threshold : (p ? p->threshold : NAN);
-	char line[1024], vbuf[32], tbuf[32];
+	bool metric = v == KR_PASS || v == KR_FAIL || (v == KR_SKIP && isfinite(value));
+	char vbuf[32], tbuf[32], *m = NULL, *line, *shortline = NULL, *detail = NULL;
+	/* a reason is one line in every format (it ends up in the verdict and TAP lines) */
+	char *reason = reason_in ? kr_strf("%s", reason_in) : NULL, *r = reason ? reason : "";
 	FILE *f = stdout;
 
+	for (char *c = r; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = ' ';
+	format_value(vbuf, sizeof(vbuf), value);
+	format_value(tbuf, sizeof(tbuf), threshold);
+	if (metric) {
+		m = kr_strf("%s=%s%s (limit %s%s)", p && p->metric ? p->metric : "metric", vbuf,
+			    unit, tbuf, unit);
+		line = kr_strf("%s: %s %s%s%s%s%s", name, words[v], r, reason ? " " : "", m,
+			       *x ? " " : "", x);
+	} else {
+		line = kr_strf("%s: %s %s", name, words[v], r);
+	}
+	if (text_width(line, strlen(line)) > KR_TEXT_WIDTH && metric) {
+		shortline = kr_strf("%s: %s %s%s", name, words[v], v == KR_SKIP ? "inconclusive " : "", m);
+		detail = kr_strf("verdict: %s%s%s", r, reason && *x ? " " : "", x);
+	} else if (text_width(line, strlen(line)) > KR_TEXT_WIDTH) {
+		size_t cut = 0;
+		for (size_t i = 0; line[i] && text_width(line, i + 1) <= KR_TEXT_WIDTH - 3; i++)
+			if (line[i] == ' ')
+				cut = i;
+		shortline = kr_strf("%.*s ...", (int)cut, line);
+		detail = kr_strf("%s: %s", words[v], r);
+	}
+#ifndef KR_EXPORT_MINIMAL
+	bool ksft = o && o->kselftest, tap = o && o->format == KR_FMT_TAP;
 	/* kselftest counts every exit but 0 and 4 as a failure */
 	if (ksft && (code == KR_EXIT_SKIP || code == KR_EXIT_SKIP_MACHINE))
 		code = KR_EXIT_KSFT_SKIP;
-	format_value(vbuf, sizeof(vbuf), value);
-	format_value(tbuf, sizeof(tbuf), threshold);
-	if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value)))
-		snprintf(line, sizeof(line), "%s: %s %s%s%s=%s%s (limit %s%s)%s%s", name,
-			 verdict_word(v), reason ? reason : "", reason ? " " : "",
-			 p && p->metric ? p->metric : "metric", vbuf, unit, tbuf, unit,
-			 extra && *extra ? " " : "", extra ? extra : "");
-	else
-		snprintf(line, sizeof(line), "%s: %s %s", name, verdict_word(v),
-			 reason ? reason : "");
-	/* The text report's verdict line fits in an email line: verdict, metric and limit
-	 * (or the start of the reason); what does not fit goes into the body above it. */
-	char shortline[1024], detail[1100] = "";
-	snprintf(shortline, sizeof(shortline), "%s", line);
-	if (text_width(line, sizeof(line)) > KR_TEXT_WIDTH) {
-		if ((v == KR_PASS || v == KR_FAIL) || (v == KR_SKIP && isfinite(value))) {
-			snprintf(shortline, sizeof(shortline), "%s: %s %s%s=%s%s (limit %s%s)", name,
-				 verdict_word(v), v == KR_SKIP ? "inconclusive " : "",
-				 p && p->metric ? p->metric : "metric", vbuf, unit, tbuf, unit);
-			snprintf(detail, sizeof(detail), "verdict: %s%s%s", reason ? reason : "",
-				 reason && extra && *extra ? " " : "", extra ? extra : "");
-		} else {
-			size_t room = KR_TEXT_WIDTH - 3, cut = 0;
-			for (size_t i = 0; line[i] && text_width(line, i + 1) <= room; i++)
-				if (line[i] == ' ')
-					cut = i;
-			snprintf(shortline, sizeof(shortline), "%.*s ...", (int)cut, line);
-			snprintf(detail, sizeof(detail), "%s: %s", verdict_word(v), reason ? reason : "");
-		}
-	}
-
-#ifndef KR_EXPORT_MINIMAL
-	if (fmt == KR_FMT_JSON) {
-		fputs("{\"program\":", f);
-		kr_json_string(f, name);
-		fputs(",\"version\":", f);
-		kr_json_string(f, KR_VERSION);
-		fputs(",\"verdict\":", f);
-		kr_json_string(f, verdict_word(v));
-		fprintf(f, ",\"exit_code\":%d,\"metric\":{\"name\":", code);
-		kr_json_string(f, p ? p->metric : NULL);
-		fputs(",\"value\":", f);
-		kr_json_number(f, value);
-		fputs(",\"unit\":", f);
-		kr_json_string(f, unit);
-		fputs("},\"threshold\":", f);
-		kr_json_number(f, threshold);
-		fputs(",\"rule\":", f);
-		kr_json_string(f, p ? p->rule : NULL);
-		fputs(",\"reason\":", f);
-		kr_json_string(f, (v == KR_SKIP || v == KR_ERROR) ? reason : NULL);
-		fputs(",\"verdict_line\":", f);
-		kr_json_string(f, line);
-		fputs(",\"parameters\":", f);
-		json_write_object(f, &kr_rep.params);
-		fputs(",\"environment\":", f);
-		json_write_object(f, &kr_rep.env);
-		fputs(",\"measurements\":", f);
-		json_write_object(f, &kr_rep.meas);
-		fputs(",\"known_causes\":[", f);
-		for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++) {
-			if (i)
-				fputc(',', f);
-			kr_json_string(f, kr_rep.causes[i]);
-		}
-		fputs("],\"text\":[", f);
-		for (size_t i = 0; i < kr_rep.nlines; i++) {
-			if (i)
-				fputc(',', f);
-			kr_json_string(f, kr_rep.lines[i]);
-		}
-		fputs("]}\n", f);
-	} else
-#endif
-	{
-		const char *pre = fmt == KR_FMT_TAP ? "# " : "";
-		/* as kselftest.h: no version line when nested (KSFT_TAP_LEVEL set) */
-		if (fmt == KR_FMT_TAP && !(ksft && getenv("KSFT_TAP_LEVEL")))
-			fputs("TAP version 13\n", f);
-		if (fmt == KR_FMT_TAP)
-			fputs("1..1\n", f);
-		if (!quiet) {
-			char *head = NULL;
-			if (asprintf(&head, "%s %s: %s", name, KR_VERSION, p ? p->summary : "") < 0)
-				abort();
-			kr_print_wrapped(f, pre, head, 2);
-			free(head);
-			report_print_env(f, pre);
-			report_print_pairs(f, pre, "params:", &kr_rep.params);
-			for (size_t i = 0; i < kr_rep.nlines; i++) {
-				if (!*kr_rep.lines[i])
-					fprintf(f, "%s\n", fmt == KR_FMT_TAP ? "#" : "");
-				else
-					kr_print_wrapped(f, pre, kr_rep.lines[i], -1);
-			}
-			for (size_t i = 0; v == KR_FAIL && i < kr_rep.ncauses; i++) {
-				char *cause = NULL;
-				if (asprintf(&cause, "known cause: %s", kr_rep.causes[i]) < 0)
-					abort();
-				kr_print_wrapped(f, pre, cause, 2);
-				free(cause);
-			}
-			if (*detail)
-				kr_print_wrapped(f, pre, detail, 2);
-		}
-		if (quiet) /* one line for a bisect log: all of it */
-			snprintf(shortline, sizeof(shortline), "%s", line);
-		if (fmt == KR_FMT_TAP) {
-			fprintf(f, "# %s\n", shortline);
-			if (v == KR_PASS)
-				fprintf(f, "ok 1 %s\n", name);
-			else if (v == KR_SKIP)
-				fprintf(f, "ok 1 %s # SKIP %s\n", name, reason ? reason : "");
-			else if (v == KR_FAIL)
-				fprintf(f, "not ok 1 %s\n", name);
-			else
-				fprintf(f, "not ok 1 %s # error: %s\n", name, reason ? reason : "");
-			/* kselftest.h's ksft_print_cnts() line, which kselftest parsers read */
-			if (ksft)
-				fprintf(f, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n",
-					v == KR_PASS, v == KR_FAIL, v == KR_SKIP, v == KR_ERROR);
-		} else {
-			fprintf(f, "%s\n", shortline);
-		}
-	}
-	fflush(f);
-	kr_rep.done = true;
 	kr_csv_close();
+	if (o && o->format == KR_FMT_JSON) {
+		report_json(f, v, code, value, threshold, reason, line);
+		goto done;
+	}
+	if (tap) {
+		pre = "# ";
+		/* as kselftest.h: no version line when nested (KSFT_TAP_LEVEL set) */
+		if (!(ksft && getenv("KSFT_TAP_LEVEL")))
+			fputs("TAP version 13\n", f);
+		fputs("1..1\n", f);
+	}
+#endif
+	if (!(o && o->quiet)) {
+		report_text(f, pre, v == KR_FAIL);
+		if (detail)
+			kr_print_wrapped(f, pre, detail, 2);
+	}
+	/* --quiet: one line for a bisect log, all of it */
+	fprintf(f, "%s%s\n", pre, shortline && !(o && o->quiet) ? shortline : line);
+#ifndef KR_EXPORT_MINIMAL
+	if (tap) {
+		if (v == KR_PASS || v == KR_FAIL)
+			fprintf(f, "%sok 1 %s\n", v == KR_FAIL ? "not " : "", name);
+		else
+			fprintf(f, "%s 1 %s # %s %s\n", v == KR_SKIP ? "ok" : "not ok", name,
+				v == KR_SKIP ? "SKIP" : "error:", r);
+		/* kselftest.h's ksft_print_cnts() line, which kselftest parsers read */
+		if (ksft)
+			fprintf(f, "# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:%d\n",
+				v == KR_PASS, v == KR_FAIL, v == KR_SKIP, v == KR_ERROR);
+	}
+done:
+#endif
+	fflush(f);
+	free(m);
+	free(line);
+	free(shortline);
+	free(detail);
+	free(reason);
 	return code;
 }
 
-static int report_finishv(enum kr_verdict v, int code, double value, const char *reason_fmt,
-		   va_list ap, const char *extra)
+/* SKIP and ERROR: the reason is the caller's text placed in around ("%s") */
+static int finish_reason(enum kr_verdict v, int code, double value, const char *around,
+			 const char *fmt, va_list ap)
 {
-	char *reason = reason_fmt ? kr_vfmt(reason_fmt, ap) : NULL;
-	int r = report_finish(v, code, value, reason, extra);
+	char *why = kr_vstrf(fmt, ap), *reason = kr_strf(around, why);
+	int r = report_finish(v, code, value, reason, NULL);
+
 	free(reason);
+	free(why);
 	return r;
 }
 
 int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
 {
-	char *extra = NULL;
+	static const int codes[] = { KR_EXIT_PASS, KR_EXIT_FAIL, KR_EXIT_SKIP, KR_EXIT_ERROR };
 	va_list ap;
 
-	if (extra_fmt) {
-		va_start(ap, extra_fmt);
-		extra = kr_vfmt(extra_fmt, ap);
-		va_end(ap);
-	}
-	int code = v == KR_PASS ? KR_EXIT_PASS : v == KR_FAIL ? KR_EXIT_FAIL : v == KR_SKIP ? KR_EXIT_SKIP : KR_EXIT_ERROR;
-	int r = report_finish(v, code, value, v == KR_SKIP ? "inconclusive" : NULL, extra);
+	va_start(ap, extra_fmt);
+	char *extra = extra_fmt ? kr_vstrf(extra_fmt, ap) : NULL;
+	va_end(ap);
+	int r = report_finish(v, codes[v], value, v == KR_SKIP ? "inconclusive" : NULL, extra);
 	free(extra);
 	return r;
 }
@@ -561,10 +545,9 @@ int kr_skip(int code, const char *reason_fmt, ...)
 {
 	va_list ap;
 
-	if (code != KR_EXIT_SKIP && code != KR_EXIT_SKIP_MACHINE)
-		code = KR_EXIT_SKIP;
 	va_start(ap, reason_fmt);
-	int r = report_finishv(KR_SKIP, code, NAN, reason_fmt, ap, NULL);
+	int r = finish_reason(KR_SKIP, code == KR_EXIT_SKIP_MACHINE ? code : KR_EXIT_SKIP, NAN,
+			      "%s", reason_fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -574,26 +557,20 @@ int kr_error(const char *reason_fmt, ...)
 	va_list ap;
 
 	va_start(ap, reason_fmt);
-	int r = report_finishv(KR_ERROR, KR_EXIT_ERROR, NAN, reason_fmt, ap, NULL);
+	int r = finish_reason(KR_ERROR, KR_EXIT_ERROR, NAN, "%s", reason_fmt, ap);
 	va_end(ap);
 	return r;
 }
 
+/* SKIP 125 with the metric shown; without a value there is no "metric=value" to introduce */
 int kr_inconclusive(double value, const char *reason_fmt, ...)
 {
 	va_list ap;
-	char *why;
 
 	va_start(ap, reason_fmt);
-	why = kr_vfmt(reason_fmt, ap);
+	int r = finish_reason(KR_SKIP, KR_EXIT_SKIP, value, isfinite(value) ?
+			      "inconclusive (%s):" : "inconclusive (%s)", reason_fmt, ap);
 	va_end(ap);
-	char *reason = NULL;
-	/* without a value there is no "metric=value" to introduce */
-	if (asprintf(&reason, isfinite(value) ? "inconclusive (%s):" : "inconclusive (%s)", why) < 0)
-		abort();
-	int r = report_finish(KR_SKIP, KR_EXIT_SKIP, value, reason, NULL);
-	free(reason);
-	free(why);
 	return r;
 }
 
@@ -609,11 +586,7 @@ enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
 		*npass = p;
 	if (nfail)
 		*nfail = f;
-	if (p && !f)
-		return KR_PASS;
-	if (f && !p)
-		return KR_FAIL;
-	return KR_SKIP;
+	return p && !f ? KR_PASS : f && !p ? KR_FAIL : KR_SKIP;
 }
 
 /* ---- CSV ---- */
@@ -655,19 +628,8 @@ void kr_csv_close(void)
 		fclose(kr_csv_file);
 	kr_csv_file = NULL;
 }
-#else
-int kr_csv_open(const char *header)
-{
-	(void)header;
-	return 0;
-}
-
-void kr_csv_row(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
-void kr_csv_close(void)
-{
-}
+#else /* the export has no --csv */
+int kr_csv_open(const char *header) { (void)header; return 0; }
+void kr_csv_row(const char *fmt, ...) { (void)fmt; }
+void kr_csv_close(void) {}
 #endif
