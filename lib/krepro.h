@@ -151,6 +151,9 @@ void kr_measure_str(const char *key, const char *value);
 /* printf into a malloc'd string (aborts when out of memory) */
 char *kr_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *kr_vstrf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* in a function (..., const char *fmt, ...): its arguments as a kr_strf() string */
+#define KR_VSTRF(fmt) __extension__({ va_list ap_; va_start(ap_, fmt); \
+	char *s_ = kr_vstrf(fmt, ap_); va_end(ap_); s_; })
 /* a known cause printed on FAIL, like LTP's kernel-fix tags */
 void kr_cause(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Ends the report: prints it in the chosen format and returns the exit code.

@@ -81,18 +81,12 @@ static bool want_help, want_version;
 static void usage(int indent, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void usage(int indent, const char *fmt, ...)
 {
-	va_list ap;
+	char *s = KR_VSTRF(fmt), *nl;
 
-	va_start(ap, fmt);
-	char *s = kr_vstrf(fmt, ap), *nl;
-	va_end(ap);
 	for (char *l = s; l; l = nl ? nl + 1 : NULL) {
 		if ((nl = strchr(l, '\n')))
 			*nl = 0;
-		if (*l)
-			kr_print_wrapped(stdout, "", l, *l == ' ' ? -1 : indent);
-		else
-			putchar('\n');
+		kr_print_wrapped(stdout, "", l, *l == ' ' ? -1 : indent);
 	}
 	free(s);
 }
@@ -247,29 +241,21 @@ static void note_pre_run_signal(int sig)
 	kr_pre_run_signal = sig;
 }
 
+/* SIGALRM: the hard cap, the child is killed */
 static void forward_signal(int sig)
 {
 	supervisor_signal = sig;
 	if (measuring_child > 0)
-		kill(measuring_child, sig);
+		kill(measuring_child, sig == SIGALRM ? SIGKILL : sig);
 }
 
-static void kill_on_hard_cap(int sig)
-{
-	(void)sig;
-	supervisor_signal = SIGALRM;
-	if (measuring_child > 0)
-		kill(measuring_child, SIGKILL);
-}
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGALRM };
 
-/* SIGINT, SIGTERM and SIGHUP to handler */
-static void on_stop_signals(void (*handler)(int))
+/* SIGINT, SIGTERM, SIGHUP (and SIGALRM with alrm) to handler */
+static void on_stop_signals(void (*handler)(int), bool alrm)
 {
-	struct sigaction sa = { .sa_handler = handler };
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (int i = 0; i < 3 + alrm; i++)
+		sigaction(stop_signals[i], &(struct sigaction){ .sa_handler = handler }, NULL);
 }
 
 static int supervise(void)
@@ -278,10 +264,8 @@ static int supervise(void)
 	int status, code;
 
 	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGALRM);
+	for (int i = 0; i < 4; i++)
+		sigaddset(&block, stop_signals[i]);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	if (kr_pre_run_signal)
 		return kr_error("interrupted by SIG%s before the measurement; nothing was "
@@ -300,15 +284,14 @@ static int supervise(void)
 		if (getppid() != parent)
 			_exit(KR_EXIT_ERROR);
 		/* a shell starts background jobs with SIGINT ignored: the contract says it stops */
-		on_stop_signals(SIG_DFL);
+		on_stop_signals(SIG_DFL, false);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		code = the_prog->run(&the_opts);
 		fflush(NULL);
 		_exit(code);
 	}
 	kr_journal_child(measuring_child);
-	on_stop_signals(forward_signal);
-	sigaction(SIGALRM, &(struct sigaction){ .sa_handler = kill_on_hard_cap }, NULL);
+	on_stop_signals(forward_signal, true);
 	/* the hard cap: a run never exceeds it, whatever the program does */
 	double cap = kr_hard_cap_s();
 	alarm((unsigned)cap);
@@ -416,7 +399,7 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings, journaled)");
 
-	on_stop_signals(note_pre_run_signal);
+	on_stop_signals(note_pre_run_signal, false);
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 		if (errno == EINTR)
 			return kr_error("interrupted by SIG%s while waiting for %s/lock; nothing "

@@ -22,7 +22,7 @@ struct kr_kv {
 
 struct kr_kvlist {
 	struct kr_kv *v;
-	size_t n, cap;
+	size_t n;
 };
 
 static struct {
@@ -34,37 +34,28 @@ static struct {
 #endif
 } kr_rep;
 
-static void out_of_memory(void)
-{
-	perror("krepro: out of memory");
-	abort();
-}
-
 char *kr_vstrf(const char *fmt, va_list ap)
 {
 	char *s = NULL;
 
-	if (vasprintf(&s, fmt, ap) < 0)
-		out_of_memory();
+	if (vasprintf(&s, fmt, ap) < 0) {
+		perror("krepro: out of memory");
+		abort();
+	}
 	return s;
 }
 
 char *kr_strf(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	char *s = kr_vstrf(fmt, ap);
-	va_end(ap);
-	return s;
+	return KR_VSTRF(fmt);
 }
 
-/* room for n + 1 elements of size in *p */
-static void *grow(void *p, size_t n, size_t size)
+/* appends s to the array *a of *n strings */
+static void append(char ***a, size_t *n, char *s)
 {
-	if (!(p = realloc(p, (n + 1) * size)))
-		out_of_memory();
-	return p;
+	if (!(*a = realloc(*a, (*n + 1) * sizeof(**a))))
+		abort();
+	(*a)[(*n)++] = s;
 }
 
 static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double num)
@@ -74,7 +65,8 @@ static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double n
 	while (i < l->n && strcmp(l->v[i].key, key))
 		i++;
 	if (i == l->n) {
-		l->v = grow(l->v, l->n++, sizeof(*l->v));
+		if (!(l->v = realloc(l->v, ++l->n * sizeof(*l->v))))
+			abort();
 		l->v[i].key = kr_strf("%s", key);
 	} else {
 		free(l->v[i].str);
@@ -83,42 +75,28 @@ static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double n
 	l->v[i].num = num;
 }
 
+/* one entry per line, so TAP can prefix each */
 void kr_say(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	char *s = kr_vstrf(fmt, ap), *nl;
-	va_end(ap);
+	char *s = KR_VSTRF(fmt), *l = s, *nl;
 	size_t len = strlen(s);
+
 	if (len && s[len - 1] == '\n')
 		s[len - 1] = 0;
-	/* one entry per line, so TAP can prefix each */
-	for (char *l = s; l; l = nl ? nl + 1 : NULL) {
-		if ((nl = strchr(l, '\n')))
-			*nl = 0;
-		kr_rep.lines = grow(kr_rep.lines, kr_rep.nlines, sizeof(char *));
-		kr_rep.lines[kr_rep.nlines++] = kr_strf("%s", l);
-	}
+	for (; (nl = strchr(l, '\n')); l = nl + 1)
+		append(&kr_rep.lines, &kr_rep.nlines, kr_strf("%.*s", (int)(nl - l), l));
+	append(&kr_rep.lines, &kr_rep.nlines, kr_strf("%s", l));
 	free(s);
 }
 
 void kr_param(const char *key, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	kvlist_set(&kr_rep.params, key, kr_vstrf(fmt, ap), 0);
-	va_end(ap);
+	kvlist_set(&kr_rep.params, key, KR_VSTRF(fmt), 0);
 }
 
 void kr_env(const char *key, const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	kvlist_set(&kr_rep.env, key, kr_vstrf(fmt, ap), 0);
-	va_end(ap);
+	kvlist_set(&kr_rep.env, key, KR_VSTRF(fmt), 0);
 }
 
 #ifndef KR_EXPORT_MINIMAL
@@ -138,48 +116,30 @@ void kr_measure_str(const char *key, const char *value) { (void)key, (void)value
 
 void kr_cause(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	kr_rep.causes = grow(kr_rep.causes, kr_rep.ncauses, sizeof(char *));
-	kr_rep.causes[kr_rep.ncauses++] = kr_vstrf(fmt, ap);
-	va_end(ap);
+	append(&kr_rep.causes, &kr_rep.ncauses, KR_VSTRF(fmt));
 }
 
-/* "prog: message" on stderr */
-static void vwarn(const char *fmt, va_list ap)
+/* "prog: message" on stderr, when show */
+static void warn_str(char *s, bool show)
 {
-	fprintf(stderr, "%s: ", kr_program() ? kr_program()->name : "krepro");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	if (show)
+		fprintf(stderr, "%s: %s\n", kr_program() ? kr_program()->name : "krepro", s);
+	free(s);
 }
 
 void kr_progress(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (isatty(STDERR_FILENO))
-		vwarn(fmt, ap);
-	va_end(ap);
+	warn_str(KR_VSTRF(fmt), isatty(STDERR_FILENO));
 }
 
 void kr_warn(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vwarn(fmt, ap);
-	va_end(ap);
+	warn_str(KR_VSTRF(fmt), true);
 }
 
 int kr_usage_error(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vwarn(fmt, ap);
-	va_end(ap);
+	warn_str(KR_VSTRF(fmt), true);
 	return -1;
 }
 
@@ -291,18 +251,9 @@ static void format_value(char *buf, size_t len, double v)
 {
 	double a = fabs(v);
 
-	if (!isfinite(v))
-		snprintf(buf, len, "n/a");
-	else if (a >= 100)
-		snprintf(buf, len, "%.0f", v);
-	else if (a >= 10)
-		snprintf(buf, len, "%.1f", v);
-	else if (a >= 1 || a == 0)
-		snprintf(buf, len, "%.2f", v);
-	else if (a >= 0.1)
-		snprintf(buf, len, "%.3f", v); /* 0.9996 is "1.000", never a bare "1" */
-	else
-		snprintf(buf, len, "%.3g", v);
+	/* 0.9996 is "1.000", never a bare "1" */
+	snprintf(buf, len, !isfinite(v) ? "n/a" : a >= 100 ? "%.0f" : a >= 10 ? "%.1f" :
+		 a >= 1 || a == 0 ? "%.2f" : a >= 0.1 ? "%.3f" : "%.3g", v);
 }
 
 /* columns of s: UTF-8 continuation bytes take none */
@@ -516,11 +467,21 @@ done:
 	return code;
 }
 
-/* SKIP and ERROR: the reason is the caller's text placed in around ("%s") */
-static int finish_reason(enum kr_verdict v, int code, double value, const char *around,
-			 const char *fmt, va_list ap)
+int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
 {
-	char *why = kr_vstrf(fmt, ap), *reason = kr_strf(around, why);
+	static const int codes[] = { KR_EXIT_PASS, KR_EXIT_FAIL, KR_EXIT_SKIP, KR_EXIT_ERROR };
+	char *extra = extra_fmt ? KR_VSTRF(extra_fmt) : NULL;
+	int r = report_finish(v, codes[v], value, v == KR_SKIP ? "inconclusive" : NULL, extra);
+
+	free(extra);
+	return r;
+}
+
+/* SKIP and ERROR: the reason is why placed in around ("%s") */
+static int finish_reason(enum kr_verdict v, int code, double value, const char *around,
+			 char *why)
+{
+	char *reason = kr_strf(around, why);
 	int r = report_finish(v, code, value, reason, NULL);
 
 	free(reason);
@@ -528,60 +489,30 @@ static int finish_reason(enum kr_verdict v, int code, double value, const char *
 	return r;
 }
 
-int kr_verdict(enum kr_verdict v, double value, const char *extra_fmt, ...)
-{
-	static const int codes[] = { KR_EXIT_PASS, KR_EXIT_FAIL, KR_EXIT_SKIP, KR_EXIT_ERROR };
-	va_list ap;
-
-	va_start(ap, extra_fmt);
-	char *extra = extra_fmt ? kr_vstrf(extra_fmt, ap) : NULL;
-	va_end(ap);
-	int r = report_finish(v, codes[v], value, v == KR_SKIP ? "inconclusive" : NULL, extra);
-	free(extra);
-	return r;
-}
-
 int kr_skip(int code, const char *reason_fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, reason_fmt);
-	int r = finish_reason(KR_SKIP, code == KR_EXIT_SKIP_MACHINE ? code : KR_EXIT_SKIP, NAN,
-			      "%s", reason_fmt, ap);
-	va_end(ap);
-	return r;
+	return finish_reason(KR_SKIP, code == KR_EXIT_SKIP_MACHINE ? code : KR_EXIT_SKIP, NAN,
+			     "%s", KR_VSTRF(reason_fmt));
 }
 
 int kr_error(const char *reason_fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, reason_fmt);
-	int r = finish_reason(KR_ERROR, KR_EXIT_ERROR, NAN, "%s", reason_fmt, ap);
-	va_end(ap);
-	return r;
+	return finish_reason(KR_ERROR, KR_EXIT_ERROR, NAN, "%s", KR_VSTRF(reason_fmt));
 }
 
 /* SKIP 125 with the metric shown; without a value there is no "metric=value" to introduce */
 int kr_inconclusive(double value, const char *reason_fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, reason_fmt);
-	int r = finish_reason(KR_SKIP, KR_EXIT_SKIP, value, isfinite(value) ?
-			      "inconclusive (%s):" : "inconclusive (%s)", reason_fmt, ap);
-	va_end(ap);
-	return r;
+	return finish_reason(KR_SKIP, KR_EXIT_SKIP, value, isfinite(value) ?
+			     "inconclusive (%s):" : "inconclusive (%s)", KR_VSTRF(reason_fmt));
 }
 
 enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
 {
 	int p = 0, f = 0;
 
-	for (int i = 0; i < n; i++) {
-		p += v[i] == KR_PASS;
-		f += v[i] == KR_FAIL;
-	}
+	for (int i = 0; i < n; i++)
+		p += v[i] == KR_PASS, f += v[i] == KR_FAIL;
 	if (npass)
 		*npass = p;
 	if (nfail)
@@ -614,12 +545,12 @@ void kr_csv_row(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!kr_csv_file)
-		return;
-	va_start(ap, fmt);
-	vfprintf(kr_csv_file, fmt, ap);
-	va_end(ap);
-	fputc('\n', kr_csv_file);
+	if (kr_csv_file) {
+		va_start(ap, fmt);
+		vfprintf(kr_csv_file, fmt, ap);
+		va_end(ap);
+		fputc('\n', kr_csv_file);
+	}
 }
 
 void kr_csv_close(void)
