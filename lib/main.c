@@ -321,6 +321,9 @@ static int supervise(void)
 	return code;
 }
 
+/* a usage line on stderr, and the exit code of bad usage */
+#define usage_exit(...) (kr_usage_error(__VA_ARGS__), KR_EXIT_ERROR)
+
 int kr_main(const struct kr_prog *p, int argc, char **argv)
 {
 	struct option lo[64];
@@ -346,19 +349,15 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 	optind = 1;
 	want_help = want_version = false;
 	for (int key; (key = getopt_long(argc, argv, ":", lo, NULL)) != -1;) {
-		if (key == '?' || key == ':') {
-			kr_usage_error("%s '%s'%s (see --help)", key == '?' ? "unknown option" : "option",
-				       argv[optind - 1], key == ':' ? " needs a value" : "");
-			return KR_EXIT_ERROR;
-		}
+		if (key == '?' || key == ':')
+			return usage_exit("%s '%s'%s (see --help)", key == '?' ? "unknown option"
+					  : "option", argv[optind - 1], key == ':' ? " needs a value" : "");
 		if (key >= OPT_PROG ? p->parse(key - OPT_PROG, optarg) < 0
 				    : parse_common_option(key - OPT_COMMON, optarg) < 0)
 			return KR_EXIT_ERROR;
 	}
-	if (optind < argc) {
-		kr_usage_error("unexpected argument '%s' (see --help)", argv[optind]);
-		return KR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return usage_exit("unexpected argument '%s' (see --help)", argv[optind]);
 #ifndef KR_EXPORT_MINIMAL
 	/* kselftest/runner.sh exports kselftest_timeout to each test it runs (kernels 5.x to
 	 * today); its own convention then wins: SKIP is exit 4 and the report is TAP */
@@ -379,20 +378,16 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 
 	pid_t holder = 0;
 	if (the_opts.restore_only) {
-		if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
-			kr_usage_error("another krepro run (pid %d) holds %s/lock", (int)holder, kr_rundir());
-			return KR_EXIT_ERROR;
-		}
+		if (kr_lock_take(the_opts.wait_s, &holder) < 0)
+			return usage_exit("another krepro run (pid %d) holds %s/lock", (int)holder,
+					  kr_rundir());
 		int failed = 0, found = kr_journal_restore_stale(&failed);
-		if (found < 0) {
-			kr_usage_error("cannot read %s: %s", kr_rundir(), strerror(errno));
-			return KR_EXIT_ERROR;
-		}
-		if (failed) {
-			kr_usage_error("%d of %d journal(s) of unfinished runs could not be restored "
-				       "completely (kept in %s): see above", failed, found, kr_rundir());
-			return KR_EXIT_ERROR;
-		}
+		if (found < 0)
+			return usage_exit("cannot read %s: %s", kr_rundir(), strerror(errno));
+		if (failed)
+			return usage_exit("%d of %d journal(s) of unfinished runs could not be "
+					  "restored completely (kept in %s): see above", failed, found,
+					  kr_rundir());
 		kr_warn("%d journal(s) of unfinished runs restored", found);
 		return KR_EXIT_PASS;
 	}
