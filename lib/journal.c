@@ -192,7 +192,7 @@ static int undo_line(char *line, bool verbose)
 		*t = ' ';
 	if (verbose || e || r == -2)
 		fprintf(stderr, "krepro: undo %s: %s\n", line, !r ? "done" : e ? strerror(e)
-			: r == -2 ? "not understood, undo it by hand" : "gone, nothing to restore");
+			: r == -2 ? "cannot undo it here: do it by hand" : "gone, nothing to restore");
 	return e || r == -2;
 }
 
