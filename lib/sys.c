@@ -6,18 +6,16 @@
 #include "krepro.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +23,6 @@
 int64_t kr_now_ns(void)
 {
 	struct timespec ts;
-
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
@@ -33,7 +30,6 @@ int64_t kr_now_ns(void)
 void kr_sleep_until_ns(int64_t t)
 {
 	struct timespec ts = { .tv_sec = t / 1000000000LL, .tv_nsec = t % 1000000000LL };
-
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
@@ -44,7 +40,7 @@ void kr_sleep_ns(int64_t ns)
 }
 
 /* ---- statistics ---- */
-static int cmp_double_asc(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
@@ -52,97 +48,72 @@ static int cmp_double_asc(const void *a, const void *b)
 
 double kr_percentile(const double *sorted, size_t n, double p)
 {
-	if (!n)
-		return NAN;
-	if (p <= 0)
-		return sorted[0];
-	if (p >= 100)
-		return sorted[n - 1];
-	/* nearest rank: the smallest value with at least p% of the data at or below it */
-	/* the epsilon keeps 99.9% of 1000 at rank 999: 0.999 * 1000 is 999.0000000000001 */
-	size_t rank = (size_t)ceil(p / 100.0 * (double)n - 1e-9);
-	if (rank < 1)
-		rank = 1;
-	return sorted[rank - 1];
+	/* nearest rank: the smallest value with at least p% of the data at or below it;
+	 * the epsilon keeps 99.9% of 1000 at rank 999 (0.999 * 1000 is 999.0000000000001) */
+	double rank = ceil(p / 100.0 * (double)n - 1e-9);
+	return !n ? NAN : sorted[rank < 1 ? 0 : rank >= (double)n ? n - 1 : (size_t)rank - 1];
 }
 
 void kr_stats(double *v, size_t n, struct kr_stats *s)
 {
-	double sum = 0, ss = 0;
+	double sum = 0, ss = 0, mean;
 
 	if (n)
-		qsort(v, n, sizeof(double), cmp_double_asc);
+		qsort(v, n, sizeof(double), cmp_double);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
-	*s = (struct kr_stats){ .n = n, .min = n ? v[0] : NAN, .max = n ? v[n - 1] : NAN,
-				.mean = n ? sum / (double)n : NAN, .median = kr_percentile(v, n, 50) };
+	mean = n ? sum / (double)n : NAN;
 	for (size_t i = 0; i < n; i++)
-		ss += (v[i] - s->mean) * (v[i] - s->mean);
-	s->stdev = n > 1 ? sqrt(ss / (double)(n - 1)) : n ? 0 : NAN;
+		ss += (v[i] - mean) * (v[i] - mean);
+	*s = (struct kr_stats){ .n = n, .min = n ? v[0] : NAN, .max = n ? v[n - 1] : NAN, .mean = mean,
+		.median = kr_percentile(v, n, 50), .stdev = n > 1 ? sqrt(ss / (double)(n - 1)) : n ? 0 : NAN };
 }
 
 void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins)
 {
 	memset(bins, 0, nbins * sizeof(*bins));
-	if (!nbins || !(hi > lo))
-		return;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; nbins && hi > lo && i < n; i++) {
 		double x = (v[i] - lo) / (hi - lo) * (double)nbins;
-		size_t b = x < 0 ? 0 : x >= (double)nbins ? nbins - 1 : (size_t)x;
-		bins[b]++;
+		bins[x < 0 ? 0 : x >= (double)nbins ? nbins - 1 : (size_t)x]++;
 	}
 }
 
 /* ---- files ---- */
-/* the rest of fd (closed here) as a malloc'd string; NULL with errno */
-static char *read_all(int fd)
+/* all of f as a malloc'd string (up to a NUL: these text files hold none); NULL with errno */
+static char *read_stream(FILE *f)
 {
-	int e;
-	size_t cap = 0, n = 0;
-	char *buf = NULL, *more = NULL;
-	ssize_t r = 0;
+	char *buf = NULL;
+	size_t cap = 0;
 
-	if (fd < 0)
-		return NULL;
-	for (;;) {
-		if (cap - n < 2 && !(more = realloc(buf, cap = cap * 2 + 4096)))
-			break;
-		buf = more;
-		r = read(fd, buf + n, cap - n - 1);
-		if (r > 0)
-			n += (size_t)r;
-		else if (r == 0 || errno != EINTR)
-			break;
-	}
-	e = errno;
-	close(fd);
-	if (!more || r < 0) {
-		free(buf);
-		errno = e;
-		return NULL;
-	}
-	buf[n] = 0;
+	if (getdelim(&buf, &cap, 0, f) < 0 && buf)
+		*buf = 0; /* empty (glibc and musl allocate buf even then) */
+	if (ferror(f))
+		free(buf), buf = NULL;
 	return buf;
 }
 
 char *kr_read_text(const char *path)
 {
-	return read_all(open(path, O_RDONLY | O_CLOEXEC));
+	FILE *f = fopen(path, "re");
+	char *t = f ? read_stream(f) : NULL;
+
+	if (f)
+		fclose(f);
+	return t;
 }
 
+/* one read(): enough for the small files this is for (a seq_file fills the buffer) */
 int kr_read_file(const char *path, char *buf, size_t len)
 {
-	char *t = kr_read_text(path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
 
-	if (!t)
-		return -1;
-	size_t n = strlen(t);
-	while (n && t[n - 1] == '\n')
+	if (fd >= 0)
+		close(fd);
+	while (n > 0 && buf[n - 1] == '\n')
 		n--;
-	n = n < len ? n : len - 1;
-	memcpy(buf, t, n);
-	buf[n] = 0;
-	free(t);
+	if (n >= 0)
+		buf[n] = 0;
 	return (int)n;
 }
 
@@ -150,28 +121,23 @@ int kr_read_u64(const char *path, uint64_t *out)
 {
 	char buf[64], *end;
 
+	errno = 0;
 	if (kr_read_file(path, buf, sizeof(buf)) < 0)
 		return -1;
-	errno = 0;
 	unsigned long long v = strtoull(buf, &end, 10);
-	if (!errno && end != buf && (!*end || isspace((unsigned char)*end))) {
-		*out = v;
-		return 0;
-	}
-	errno = EINVAL;
-	return -1;
+	if (errno || end == buf || (*end && !isspace((unsigned char)*end)))
+		return errno = EINVAL, -1;
+	return *out = v, 0;
 }
 
 int kr_write_file(const char *path, const char *value)
 {
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC); /* like the shell's ">" */
-	ssize_t w = fd < 0 ? -1 : write(fd, value, strlen(value));
-	int e = w < 0 ? errno : EIO;
+	ssize_t n = (ssize_t)strlen(value), w = fd < 0 ? -1 : write(fd, value, (size_t)n);
 
 	if (fd >= 0)
 		close(fd);
-	errno = e;
-	return w == (ssize_t)strlen(value) ? 0 : -1;
+	return w == n ? 0 : -1; /* a short write to a sysctl or sysfs file does not happen */
 }
 
 /* "key value" and "Key:   123 kB" lines */
@@ -284,61 +250,45 @@ int kr_read_taskstat(pid_t tid, struct kr_taskstat *t)
 	char path[64], buf[1024];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-	if (kr_read_file(path, buf, sizeof(buf)) < 0)
-		return -1;
-	return kr_parse_taskstat(buf, t);
+	return kr_read_file(path, buf, sizeof(buf)) < 0 ? -1 : kr_parse_taskstat(buf, t);
 }
 
-#define KR_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-
-static bool task_matches(pid_t tid, const char *glob, bool kthread)
+/* comm matches pattern; kthread: and PF_KTHREAD (include/linux/sched.h) is set */
+static bool task_matches(pid_t tid, const char *pattern, bool kthread)
 {
 	struct kr_taskstat t;
-
-	return kr_read_taskstat(tid, &t) == 0 && fnmatch(glob, t.comm, 0) == 0 &&
-	       (!kthread || (t.flags & KR_PF_KTHREAD));
+	return !kr_read_taskstat(tid, &t) && !fnmatch(pattern, t.comm, 0) &&
+	       (!kthread || (t.flags & 0x00200000));
 }
 
-/* every thread of every process (kernel threads: PF_KTHREAD) whose comm matches glob */
-static int scan_tasks(const char *glob, bool kthreads, pid_t *tids, int max)
+/* every thread of every process */
+static int scan_tasks(const char *pattern, bool kthreads, pid_t *tids, int max)
 {
-	DIR *d = opendir("/proc"), *td;
-	struct dirent *e, *te;
-	char path[300];
+	glob_t g;
 	int n = 0;
 
-	if (!d)
+	if (glob("/proc/[0-9]*/task/[0-9]*", GLOB_NOSORT, NULL, &g))
 		return -1;
-	while ((e = readdir(d)) && n < max) {
-		snprintf(path, sizeof(path), "/proc/%s/task", e->d_name);
-		if (!isdigit((unsigned char)e->d_name[0]) || !(td = opendir(path)))
-			continue;
-		while ((te = readdir(td)) && n < max)
-			if (atoi(te->d_name) > 0 && task_matches(atoi(te->d_name), glob, kthreads))
-				tids[n++] = atoi(te->d_name);
-		closedir(td);
-	}
-	closedir(d);
+	for (size_t i = 0; i < g.gl_pathc && n < max; i++)
+		if (task_matches(atoi(strrchr(g.gl_pathv[i], '/') + 1), pattern, kthreads))
+			tids[n++] = atoi(strrchr(g.gl_pathv[i], '/') + 1);
+	globfree(&g);
 	return n;
 }
 
-int kr_find_tasks(const char *glob, pid_t *tids, int max)
+int kr_find_tasks(const char *pattern, pid_t *tids, int max)
 {
-	return scan_tasks(glob, false, tids, max);
+	return scan_tasks(pattern, false, tids, max);
 }
 
-int kr_find_kthreads(const char *glob, pid_t *tids, int max)
+int kr_find_kthreads(const char *pattern, pid_t *tids, int max)
 {
 	/* every kthread but kthreadd (2) is its child: one short file, not every task's stat */
 	char *kids = kr_read_text("/proc/2/task/2/children"), *p = kids;
-	int n = 0;
+	int n = kids && *kids ? 0 : scan_tasks(pattern, true, tids, max); /* !PROC_CHILDREN */
 
-	if (!kids || !*kids) {
-		free(kids);
-		return scan_tasks(glob, true, tids, max); /* no CONFIG_PROC_CHILDREN */
-	}
-	for (long pid = 2; pid > 0 && n < max; pid = strtol(p, &p, 10))
-		if (task_matches((pid_t)pid, glob, false))
+	for (long pid = 2; kids && *kids && pid > 0 && n < max; pid = strtol(p, &p, 10))
+		if (task_matches((pid_t)pid, pattern, false))
 			tids[n++] = (pid_t)pid;
 	free(kids);
 	return n;
@@ -354,10 +304,8 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 		if (strncmp(p, option, olen) || p[olen] != '=')
 			continue;
 		const char *v = p + olen + 1;
-		int n = (int)strcspn(v, "\n");
-		if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
-			v++, n -= 2;
-		snprintf(buf, len, "%.*s", n, v);
+		int n = (int)strcspn(v, "\n"), q = n >= 2 && *v == '"' && v[n - 1] == '"';
+		snprintf(buf, len, "%.*s", n - 2 * q, v + q);
 		return 1;
 	}
 	snprintf(buf, len, "n");
@@ -367,28 +315,17 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 int kr_kconfig(const char *option, char *buf, size_t len)
 {
 	static char *text;
-	static bool tried;
-	struct utsname u;
-	char path[300];
+	static int tried;
+	/* no zlib in lib/: gzip (or busybox's zcat) inflates /proc/config.gz */
+	FILE *f = tried++ ? NULL : popen("(cat /boot/config-$(uname -r) || gzip -dc /proc/config.gz "
+					 "|| zcat /proc/config.gz) 2>/dev/null", "r");
 
-	if (!tried) {
-		tried = true;
-		uname(&u);
-		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
-		text = kr_read_text(path);
-		/* no zlib in lib/: let gzip (or busybox's zcat) inflate /proc/config.gz */
-		FILE *f = text ? NULL : popen("gzip -dc /proc/config.gz 2>/dev/null || "
-					      "zcat /proc/config.gz 2>/dev/null", "r");
-		if (f) {
-			text = read_all(dup(fileno(f)));
-			pclose(f);
-		}
-	}
-	if (!text || !*text) {
-		snprintf(buf, len, "unknown");
-		return -1;
-	}
-	return kr_kconfig_parse(text, option, buf, len);
+	if (f)
+		text = read_stream(f), pclose(f);
+	if (text && *text)
+		return kr_kconfig_parse(text, option, buf, len);
+	snprintf(buf, len, "unknown");
+	return -1;
 }
 
 /* ---- CPUs and scheduling ---- */
@@ -416,13 +353,10 @@ int kr_online_cpus(cpu_set_t *set)
 {
 	char buf[4096];
 
+	/* without sysfs (some containers): the CPUs we may use are online */
 	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
-	    kr_cpulist_parse(buf, set) < 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		CPU_ZERO(set);
-		for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-			CPU_SET(i, set);
-	}
+	    kr_cpulist_parse(buf, set) < 0)
+		sched_getaffinity(0, sizeof(*set), set);
 	return CPU_COUNT(set);
 }
 
@@ -440,7 +374,6 @@ pid_t kr_gettid(void)
 int kr_pin_self(int cpu)
 {
 	cpu_set_t s;
-
 	CPU_ZERO(&s);
 	CPU_SET(cpu, &s);
 	return sched_setaffinity(0, sizeof(s), &s);
@@ -470,7 +403,6 @@ int kr_set_sched(pid_t tid, int policy, int prio)
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t a;
-	struct sched_param sp = { .sched_priority = prio };
 	cpu_set_t s;
 
 	/* unpinned means every usable CPU (the process affinity at start), not the caller's
@@ -485,11 +417,10 @@ int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(voi
 	/* the policy is in place before the thread's first instruction */
 	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&a, policy);
-	pthread_attr_setschedparam(&a, &sp);
-	int r = pthread_create(t, &a, fn, arg);
+	pthread_attr_setschedparam(&a, &(struct sched_param){ .sched_priority = prio });
+	errno = pthread_create(t, &a, fn, arg);
 	pthread_attr_destroy(&a);
-	errno = r;
-	return r ? -1 : 0;
+	return errno ? -1 : 0;
 }
 
 /* ---- watchdog: a SCHED_FIFO 99 thread, unpinned, that no RT burner below 99 starves ---- */
@@ -497,36 +428,28 @@ struct kr_watchdog {
 	pthread_t thread;
 	pid_t tid;
 	int64_t until; /* the deadline + 200 ms of grace */
-	int pipefd[2]; /* a write disarms it */
 	int fired;
 };
 
 static void *watchdog_main(void *arg)
 {
 	struct kr_watchdog *w = arg;
-	struct pollfd p = { .fd = w->pipefd[0], .events = POLLIN };
 
-	for (int64_t left; (left = w->until - kr_now_ns()) > 0;)
-		if (poll(&p, 1, (int)(left / 1000000) + 1) > 0)
-			return NULL; /* disarmed */
-	/* the RT loop overran its deadline: take its priority away */
-	kr_set_sched(w->tid, SCHED_OTHER, 0);
+	kr_sleep_until_ns(w->until); /* a cancellation point: disarming cancels the thread */
+	kr_set_sched(w->tid, SCHED_OTHER, 0); /* the RT loop overran: take its priority */
 	w->fired = 1;
 	return NULL;
 }
 
 struct kr_watchdog *kr_watchdog_arm(pid_t tid, int64_t deadline_ns)
 {
-	struct kr_watchdog *w = calloc(1, sizeof(*w));
+	struct kr_watchdog *w = malloc(sizeof(*w));
 
-	if (w && pipe2(w->pipefd, O_CLOEXEC) == 0) {
-		w->tid = tid;
-		w->until = deadline_ns + 200000000;
-		if (kr_thread_start(&w->thread, -1, SCHED_FIFO, 99, watchdog_main, w) == 0)
-			return w;
-		close(w->pipefd[0]);
-		close(w->pipefd[1]);
-	}
+	if (!w)
+		return NULL;
+	*w = (struct kr_watchdog){ .tid = tid, .until = deadline_ns + 200000000 };
+	if (kr_thread_start(&w->thread, -1, SCHED_FIFO, 99, watchdog_main, w) == 0)
+		return w;
 	free(w);
 	return NULL;
 }
@@ -535,20 +458,16 @@ int kr_watchdog_disarm(struct kr_watchdog *w)
 {
 	if (!w)
 		return 0;
-	if (write(w->pipefd[1], "x", 1) < 0)
-		kr_warn("watchdog: %s", strerror(errno));
+	pthread_cancel(w->thread); /* 0 also when it has already fired and ended */
 	pthread_join(w->thread, NULL);
 	int fired = w->fired;
-	close(w->pipefd[0]);
-	close(w->pipefd[1]);
 	free(w);
 	if (fired)
-		kr_warn("watchdog: the RT loop overran its deadline and was demoted to SCHED_OTHER");
+		kr_warn("watchdog: the RT loop overran; demoted to SCHED_OTHER");
 	return fired;
 }
 
 /* ---- cpuidle ---- */
-
 void kr_cpuidle_path(const char *sysdir, int cpu, int k, const char *file, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/cpu%d/cpuidle/state%d/%s", sysdir ? sysdir : "/sys/devices/system/cpu",
@@ -560,23 +479,17 @@ int kr_cpuidle_states(const char *sysdir, int cpu, struct kr_idle_state *st, int
 	char p[512], v[64];
 	int n = 0;
 
-	for (; n < max; n++) {
-		struct kr_idle_state *s = &st[n];
-		memset(s, 0, sizeof(*s));
-		kr_cpuidle_path(sysdir, cpu, n, "name", p, sizeof(p));
-		if (kr_read_file(p, s->name, sizeof(s->name)) < 0)
+#define STATE_FILE(name) (kr_cpuidle_path(sysdir, cpu, n, name, p, sizeof(p)), p)
+	for (struct kr_idle_state *s = st; n < max; n++, s++) {
+		*s = (struct kr_idle_state){ .disable = "?" };
+		if (kr_read_file(STATE_FILE("name"), s->name, sizeof(s->name)) < 0)
 			break;
-		kr_cpuidle_path(sysdir, cpu, n, "latency", p, sizeof(p));
-		s->latency_us = kr_read_file(p, v, sizeof(v)) > 0 ? atol(v) : -1;
-		kr_cpuidle_path(sysdir, cpu, n, "residency", p, sizeof(p));
-		s->residency_us = kr_read_file(p, v, sizeof(v)) > 0 ? atol(v) : -1;
-		kr_cpuidle_path(sysdir, cpu, n, "disable", p, sizeof(p));
-		if (kr_read_file(p, s->disable, sizeof(s->disable)) < 0)
-			snprintf(s->disable, sizeof(s->disable), "?");
-		kr_cpuidle_path(sysdir, cpu, n, "usage", p, sizeof(p));
-		if (kr_read_u64(p, &s->usage) < 0)
-			s->usage = 0;
+		s->latency_us = kr_read_file(STATE_FILE("latency"), v, sizeof(v)) > 0 ? atol(v) : -1;
+		s->residency_us = kr_read_file(STATE_FILE("residency"), v, sizeof(v)) > 0 ? atol(v) : -1;
+		kr_read_file(STATE_FILE("disable"), s->disable, sizeof(s->disable));
+		kr_read_u64(STATE_FILE("usage"), &s->usage);
 	}
+#undef STATE_FILE
 	return n;
 }
 

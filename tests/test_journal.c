@@ -233,6 +233,27 @@ static void test_gone_and_unknown_entries(void **state)
 	unlink(jpath);
 }
 
+/* A dead run's journal naming a live child is restored at once: the caller holds the lock,
+ * which the child inherits, so a child still alive cannot be the dead run's (here: us). */
+static void test_child_entry_not_waited_for(void **state)
+{
+	char jpath[700];
+	(void)state;
+	put("kid", "changed");
+	assert_int_equal(mkdir(rundir, 0700) == 0 || errno == EEXIST, 1);
+	snprintf(jpath, sizeof(jpath), "%s/journal.%d", rundir, 999999);
+	FILE *f = fopen(jpath, "w");
+	assert_non_null(f);
+	fprintf(f, "krepro-journal\t999999\t1\tfibtest\nchild\t%d\t1\nwrite\t%s/kid\told\n",
+		(int)getpid(), dir);
+	fclose(f);
+	int64_t t0 = kr_now_ns();
+	assert_int_equal(kr_journal_restore_stale(NULL), 1);
+	assert_true(kr_now_ns() - t0 < 1000000000);
+	assert_string_equal(get("kid"), "old");
+	assert_int_equal(access(jpath, F_OK), -1);
+}
+
 static void *idle_thread(void *arg)
 {
 	int *stop = arg;
@@ -294,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_relative_path_restored_elsewhere),
 		cmocka_unit_test(test_relative_entry_is_a_failure),
 		cmocka_unit_test(test_gone_and_unknown_entries),
+		cmocka_unit_test(test_child_entry_not_waited_for),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
