@@ -55,11 +55,11 @@ int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg)
 int kr_cgroups_find(struct kr_cgroups *cg)
 {
 	char path[300], ctl[512] = "", *text = kr_read_text("/proc/self/mountinfo");
-	int r = text ? kr_cgroups_parse(text, cg) : -1;
+	int r = kr_cgroups_parse(text ? text : "", cg);
 
 	free(text);
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", cg->v2);
-	cg->v2_cpu = r == 0 && cg->v2[0] && kr_read_file(path, ctl, sizeof(ctl)) >= 0 &&
+	cg->v2_cpu = cg->v2[0] && kr_read_file(path, ctl, sizeof(ctl)) >= 0 &&
 		     has_word(ctl, "cpu", ' ');
 	return r;
 }
