@@ -13,16 +13,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-static void read_cpu_model(char *buf, size_t len)
-{
-	char *text = kr_read_text("/proc/cpuinfo"), *p = text ? strstr(text, "model name") : NULL;
-
-	if (p && (p = strchr(p, ':')))
-		p += 1 + strspn(p + 1, " \t");
-	snprintf(buf, len, "%.*s", p ? (int)strcspn(p, "\n") : 7, p ? p : "unknown");
-	free(text);
-}
-
 /* the file's content, or dflt when it cannot be read */
 static char *file_or(const char *path, char *buf, size_t len, const char *dflt)
 {
@@ -31,126 +21,149 @@ static char *file_or(const char *path, char *buf, size_t len, const char *dflt)
 	return buf;
 }
 
-static void env_file(const char *key, const char *path)
-{
-	char val[512];
+static int env_cpu; /* kr_env_cpu() */
 
-	kr_env(key, "%s", file_or(path, val, sizeof(val), "(absent)"));
+void kr_env_cpu(int cpu)
+{
+	env_cpu = cpu >= 0 ? cpu : 0;
 }
 
-static void env_config(const char *const *options)
+static void env_config(void)
 {
-	char line[512] = "", val[64];
+	static const char *const opts[] = { "HZ", "PREEMPT", "PREEMPT_VOLUNTARY", "PREEMPT_NONE",
+		"PREEMPT_RT", "PREEMPT_DYNAMIC", "IRQ_TIME_ACCOUNTING", "CFS_BANDWIDTH",
+		"RT_GROUP_SCHED", "NO_HZ_FULL", "NO_HZ_IDLE", "CPU_IDLE" };
+	char line[512] = "", opt[64], val[64];
 	size_t o = 0;
 
-	for (; *options; options++) {
-		int r = kr_kconfig(*options, val, sizeof(val));
-		if (r < 0) {
-			kr_env("config", "unknown (no /proc/config.gz or /boot/config-*)");
-			return;
-		}
-		o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s=%s", o ? " " : "",
-				      *options + 7, val);
+	if (kr_kconfig("CONFIG_HZ", val, sizeof(val)) < 0) {
+		kr_env("config", "unknown (no /proc/config.gz or /boot/config-*)");
+		return;
 	}
-	kr_env("config", "%s", line);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(*opts) && o < sizeof(line); i++) {
+		snprintf(opt, sizeof(opt), "CONFIG_%s", opts[i]);
+		kr_kconfig(opt, val, sizeof(val));
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s=%s", opts[i], val);
+	}
+	kr_env("config", "%s", line + 1);
 }
 
 /* The boot parameters that change these phenomena, or "none of ..." */
 static void env_cmdline(void)
 {
 	static const char *const keys[] = { "isolcpus=", "nohz_full=", "idle=", "max_cstate=",
-					     "intel_idle.max_cstate=", "processor.max_cstate=",
-					     "threadirqs", "preempt=", "irqaffinity=", "rcu_nocbs=",
-					     /* irq time accounting: tsc=noirqtime turns it off */
-					     "tsc=", "notsc", "clocksource=", "nohz=", NULL };
-	char cmd[4096], out[1024] = "";
+		"intel_idle.max_cstate=", "processor.max_cstate=", "threadirqs", "preempt=",
+		"irqaffinity=", "rcu_nocbs=", "tsc=", "notsc", "clocksource=", "nohz=", NULL };
+	char cmd[4096] = "", out[1024] = "";
 	size_t o = 0;
 
-	if (kr_read_file("/proc/cmdline", cmd, sizeof(cmd)) < 0)
-		return;
+	kr_read_file("/proc/cmdline", cmd, sizeof(cmd));
 	for (char *tok = strtok(cmd, " "); tok; tok = strtok(NULL, " "))
 		for (const char *const *k = keys; *k; k++)
 			if (!strncmp(tok, *k, strlen(*k)) && o < sizeof(out))
-				o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s", o ? " " : "", tok);
-	kr_env("cmdline", "%s", o ? out : "(none of isolcpus, nohz_full, idle=, max_cstate, threadirqs, tsc=)");
+				o += (size_t)snprintf(out + o, sizeof(out) - o, " %s", tok);
+	kr_env("cmdline", "%s", o ? out + 1 : "(none of isolcpus, nohz_full, idle=, max_cstate, "
+	       "threadirqs, tsc=)");
 }
 
 static void env_sched_features(void)
 {
 	const char *path = "/sys/kernel/debug/sched/features";
-	char val[1024];
-	bool mounted = false;
-
-	if (access(path, R_OK) < 0 && access("/sys/kernel/debug", F_OK) == 0 &&
-	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0)
-		mounted = true; /* only for this read: unmounted right away */
-	int r = kr_read_file(path, val, sizeof(val));
-	int e = errno;
-	if (mounted)
-		umount("/sys/kernel/debug");
-	if (r < 0) {
-		kr_env("sched_features_off", "(unreadable: %s: %s)", path, strerror(e));
-		return;
-	}
-	/* only the features that are off: the defaults are long and not interesting */
-	char off[1024] = "";
+	char val[1024], off[1024] = "";
 	size_t o = 0;
-	for (char *tok = strtok(val, " "); tok; tok = strtok(NULL, " "))
+	/* debugfs mounted only for this read when it is not */
+	bool mnt = access(path, R_OK) < 0 && mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0;
+	int r = kr_read_file(path, val, sizeof(val)), e = errno;
+
+	if (mnt)
+		umount("/sys/kernel/debug");
+	/* only the features that are off: the defaults are long and not interesting */
+	for (char *tok = strtok(r < 0 ? NULL : val, " "); tok; tok = strtok(NULL, " "))
 		if (!strncmp(tok, "NO_", 3))
-			o += (size_t)snprintf(off + o, sizeof(off) - o, "%s%s", o ? " " : "", tok);
-	kr_env("sched_features_off", "%s", o ? off : "(none)");
-}
-
-static int env_measured_cpu; /* kr_env_cpu() */
-
-void kr_env_cpu(int cpu)
-{
-	env_measured_cpu = cpu >= 0 ? cpu : 0;
+			o += (size_t)snprintf(off + o, sizeof(off) - o, " %s", tok);
+	if (r < 0)
+		kr_env("sched_features_off", "(unreadable: %s: %s)", path, strerror(e));
+	else
+		kr_env("sched_features_off", "%s", o ? off + 1 : "(none)");
 }
 
 static void env_cpuidle(void)
 {
 	struct kr_idle_state st[KR_MAX_IDLE_STATES];
-	char drv[64], gov[64], line[1024] = "";
+	char drv[64], gov[64], line[1024] = " none";
 	size_t o = 0;
 
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
-	int n = kr_cpuidle_states(NULL, env_measured_cpu, st, KR_MAX_IDLE_STATES);
+	int n = kr_cpuidle_states(NULL, env_cpu, st, KR_MAX_IDLE_STATES);
 	for (int i = 0; i < n && o < sizeof(line) - 64; i++) {
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s:", st[i].name);
-		o += (size_t)(st[i].latency_us < 0
-				      ? snprintf(line + o, sizeof(line) - o, "?us")
-				      : snprintf(line + o, sizeof(line) - o, "%ldus", st[i].latency_us));
-		if (strcmp(st[i].disable, "0"))
-			o += (size_t)snprintf(line + o, sizeof(line) - o, "(off)");
+		char lat[24] = "?";
+		if (st[i].latency_us >= 0)
+			snprintf(lat, sizeof(lat), "%ld", st[i].latency_us);
+		o += (size_t)snprintf(line + o, sizeof(line) - o, " %s:%sus%s", st[i].name, lat,
+				      strcmp(st[i].disable, "0") ? "(off)" : "");
 	}
-	kr_env("cpuidle", "cpu%d: driver %s, governor %s, states%s", env_measured_cpu, drv, gov,
-	       o ? line : " none");
+	kr_env("cpuidle", "cpu%d: driver %s, governor %s, states%s", env_cpu, drv, gov, line);
 }
 
-static void env_cgroups(void)
+static void env_cpufreq(void)
 {
-	struct kr_cgroups cg;
+	char p[128], gov[64], drv[64];
 
-	if (kr_cgroups_find(&cg) < 0) {
-		kr_env("cgroup", "(none mounted)");
+	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor", env_cpu);
+	if (kr_read_file(p, gov, sizeof(gov)) < 0) {
+		kr_env("cpufreq", "cpu%d: (no cpufreq driver)", env_cpu);
 		return;
 	}
-	kr_env("cgroup", "v2 %s%s; v1 cpu %s, cpuacct %s", cg.v2[0] ? cg.v2 : "(none)",
-	       cg.v2[0] ? (cg.v2_cpu ? " with cpu" : " without cpu") : "",
-	       cg.v1_cpu[0] ? cg.v1_cpu : "(none)", cg.v1_cpuacct[0] ? cg.v1_cpuacct : "(none)");
+	strcpy(strrchr(p, '/'), "/scaling_driver");
+	kr_env("cpufreq", "cpu%d: driver %s, governor %s", env_cpu, file_or(p, drv, sizeof(drv), "?"),
+	       gov);
 }
 
-/* ksoftirqd, kworker and napi threads: all SCHED_OTHER is one short line */
+static void env_rt_throttling(void)
+{
+	char rt[32], period[32];
+
+	kr_env("rt_throttling", "sched_rt_runtime_us %s of sched_rt_period_us %s",
+	       file_or("/proc/sys/kernel/sched_rt_runtime_us", rt, sizeof(rt), "?"),
+	       file_or("/proc/sys/kernel/sched_rt_period_us", period, sizeof(period), "?"));
+}
+
+/* IRQs of network and block devices, with the CPUs they are delivered to */
+static void env_irq_affinity(void)
+{
+	static const char *const devs[] = { "virtio", "nvme", "eth", "mlx", "-rx", "-tx", "TxRx",
+					    "ahci" };
+	static int irqs[8192];
+	char out[1024] = "";
+	size_t o = 0;
+	int n = kr_irq_list(irqs, 8192);
+
+	for (int i = 0; i < n && o < sizeof(out) - 80; i++) {
+		char name[128], p[64], aff[64];
+		size_t d = kr_irq_name(irqs[i], name, sizeof(name)) ? sizeof(devs) / sizeof(*devs) : 0;
+		while (d < sizeof(devs) / sizeof(*devs) && !strstr(name, devs[d]))
+			d++;
+		if (d == sizeof(devs) / sizeof(*devs))
+			continue;
+		snprintf(p, sizeof(p), "/proc/irq/%d/effective_affinity_list", irqs[i]);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, " %s=%s", name,
+				      file_or(p, aff, sizeof(aff), "?"));
+	}
+	kr_env("irq_affinity", "%s", o ? out + 1 : "(no network or block device IRQs found)");
+}
+
+/* ksoftirqd, kworker, napi and irq threads: all SCHED_OTHER is one short line */
 static void env_thread_policies(void)
 {
-	static const char *const globs[] = { "ksoftirqd/*", "kworker/*", "napi/*", "irq/*" };
-	pid_t tids[2048];
+	static const char *const kinds[] = { "ksoftirqd", "kworker", "napi", "irq" };
+	static pid_t tids[2048];
 
-	for (size_t g = 0; g < sizeof(globs) / sizeof(globs[0]); g++) {
-		int n = kr_find_tasks(globs[g], tids, 2048), other = 0;
-		char rt[512] = "";
+	for (int k = 0; k < 4; k++) {
+		char glob[16], key[32], rt[512] = "";
 		size_t o = 0;
+		int other = 0;
+		snprintf(glob, sizeof(glob), "%s/*", kinds[k]);
+		int n = kr_find_tasks(glob, tids, 2048);
 		for (int i = 0; i < n; i++) {
 			struct kr_taskstat t;
 			if (kr_read_taskstat(tids[i], &t) < 0)
@@ -161,50 +174,38 @@ static void env_thread_policies(void)
 				o += (size_t)snprintf(rt + o, sizeof(rt) - o, " %s=%s%d", t.comm,
 						      kr_policy_short(t.policy), t.rt_priority);
 		}
-		char key[32];
-		snprintf(key, sizeof(key), "threads_%.*s", (int)strcspn(globs[g], "/"), globs[g]);
+		snprintf(key, sizeof(key), "threads_%s", kinds[k]);
 		kr_env(key, "%d, %d SCHED_OTHER%s%s", n, other, o ? ";" : "", rt);
 	}
 }
 
-/* IRQs of network and block devices, with the CPUs they are delivered to */
-static void env_irq_affinity(void)
+static void env_cgroup(void)
 {
-	static int irqs[8192];
-	char out[1024] = "";
-	size_t o = 0;
-	int n = kr_irq_list(irqs, 8192);
+	struct kr_cgroups cg;
 
-	for (int i = 0; i < n; i++) {
-		char name[128], p[64], aff[64];
-		if (kr_irq_name(irqs[i], name, sizeof(name)) < 0 ||
-		    !(strstr(name, "virtio") || strstr(name, "nvme") || strstr(name, "eth") ||
-		      strstr(name, "mlx") || strstr(name, "-rx") || strstr(name, "-tx") ||
-		      strstr(name, "TxRx") || strstr(name, "ahci")))
-			continue;
-		snprintf(p, sizeof(p), "/proc/irq/%d/effective_affinity_list", irqs[i]);
-		if (o < sizeof(out) - 80)
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s=%s", o ? " " : "",
-					      name, file_or(p, aff, sizeof(aff), "?"));
-	}
-	kr_env("irq_affinity", "%s", o ? out : "(no network or block device IRQs found)");
+	if (kr_cgroups_find(&cg) < 0)
+		kr_env("cgroup", "(none mounted)");
+	else
+		kr_env("cgroup", "v2 %s%s; v1 cpu %s, cpuacct %s", cg.v2[0] ? cg.v2 : "(none)",
+		       !cg.v2[0] ? "" : cg.v2_cpu ? " with cpu" : " without cpu",
+		       cg.v1_cpu[0] ? cg.v1_cpu : "(none)",
+		       cg.v1_cpuacct[0] ? cg.v1_cpuacct : "(none)");
 }
 
 static void env_memory(void)
 {
-	char thp[128], defrag[128], hp[32], text[8192];
+	char thp[128], defrag[128], hp[32], text[8192] = "";
 	uint64_t hsize = 0, total = 0;
 
-	file_or("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp), "(absent)");
-	file_or("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof(defrag), "(absent)");
-	file_or("/proc/sys/vm/nr_hugepages", hp, sizeof(hp), "?");
-	if (kr_read_file("/proc/meminfo", text, sizeof(text)) > 0) {
-		kr_kv_get(text, "Hugepagesize", &hsize);
-		kr_kv_get(text, "MemTotal", &total);
-	}
-	kr_env("thp", "enabled %s, defrag %s", thp, defrag);
-	kr_env("hugepages", "nr_hugepages %s of %llu kB, MemTotal %llu MiB", hp,
-	       (unsigned long long)hsize, (unsigned long long)(total / 1024));
+	kr_read_file("/proc/meminfo", text, sizeof(text));
+	kr_kv_get(text, "Hugepagesize", &hsize);
+	kr_kv_get(text, "MemTotal", &total);
+	kr_env("thp", "enabled %s, defrag %s",
+	       file_or("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp), "(absent)"),
+	       file_or("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof(defrag), "(absent)"));
+	kr_env("hugepages", "nr_hugepages %s of %llu kB, MemTotal %llu MiB",
+	       file_or("/proc/sys/vm/nr_hugepages", hp, sizeof(hp), "?"), (unsigned long long)hsize,
+	       (unsigned long long)(total / 1024));
 }
 
 static void env_numa(void)
@@ -216,71 +217,51 @@ static void env_numa(void)
 		kr_env("numa", "(no NUMA information)");
 		return;
 	}
-	for (int n = 0; n < 64; n++) {
+	for (int n = 0; n < 64 && o < sizeof(line) - 64; n++) {
 		char p[96], cpus[128];
 		snprintf(p, sizeof(p), "/sys/devices/system/node/node%d/cpulist", n);
-		if (kr_read_file(p, cpus, sizeof(cpus)) < 0)
-			continue;
-		o += (size_t)snprintf(line + o, sizeof(line) - o, " node%d:cpus %s", n, cpus);
-		if (o >= sizeof(line) - 64)
-			break;
+		if (kr_read_file(p, cpus, sizeof(cpus)) >= 0)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " node%d:cpus %s", n, cpus);
 	}
 	kr_env("numa", "nodes %s;%s", online, line);
 }
 
 static void env_virt(void)
 {
-	char text[64 * 1024], vendor[128] = "", product[128] = "";
+	char *cpuinfo = kr_read_text("/proc/cpuinfo"), vendor[128] = "", product[128] = "";
+	bool hv = cpuinfo && strstr(cpuinfo, " hypervisor");
 
-	bool hv = kr_read_file("/proc/cpuinfo", text, sizeof(text)) > 0 && strstr(text, " hypervisor");
+	free(cpuinfo);
 	kr_read_file("/sys/class/dmi/id/sys_vendor", vendor, sizeof(vendor));
 	kr_read_file("/sys/class/dmi/id/product_name", product, sizeof(product));
 	kr_env("virtualization", "%s%s%s%s%s", hv ? "guest (hypervisor flag)" : "none detected",
 	       vendor[0] ? ", " : "", vendor, product[0] ? " " : "", product);
 }
 
-static void env_cpufreq(void)
-{
-	char p[128], gov[64], drv[64];
-
-	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor",
-		 env_measured_cpu);
-	if (kr_read_file(p, gov, sizeof(gov)) < 0) {
-		kr_env("cpufreq", "cpu%d: (no cpufreq driver)", env_measured_cpu);
-		return;
-	}
-	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_driver",
-		 env_measured_cpu);
-	kr_env("cpufreq", "cpu%d: driver %s, governor %s", env_measured_cpu,
-	       file_or(p, drv, sizeof(drv), "?"), gov);
-}
+const char *const kr_env_groups[] = { "group:config", "group:cmdline", "group:sched_features",
+	"group:cpuidle", "group:cpufreq", "group:rt_throttling", "group:irq_affinity",
+	"group:thread_policies", "group:cgroup", "group:memory", "group:numa", "group:virt", NULL };
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a
  * group of the bug-report environment ("group:cpuidle", see kr_env_groups). scripts/export
  * keeps the groups its program names (KR_ENV_GROUP_name) and no other. */
 static void env_add_knob(const char *spec)
 {
-	char path[512];
+	char path[512], val[512];
+	const char *arg = spec + strcspn(spec, ":");
 
-	if (!strncmp(spec, "sysctl:", 7)) {
-		const char *name = spec + 7;
-		snprintf(path, sizeof(path), "/proc/sys/%s", name);
-		for (char *c = path + 10; *c; c++)
-			if (*c == '.')
-				*c = '/';
-		env_file(name, path);
-	} else if (!strncmp(spec, "file:", 5)) {
-		env_file(spec + 5, spec + 5);
+	arg += *arg == ':';
+	if (!strncmp(spec, "sysctl:", 7) || !strncmp(spec, "file:", 5)) {
+		snprintf(path, sizeof(path), "%s%s", *spec == 's' ? "/proc/sys/" : "", arg);
+		for (char *c = path + 10; *spec == 's' && *c; c++)
+			*c = *c == '.' ? '/' : *c;
+		kr_env(arg, "%s", file_or(path, val, sizeof(val), "(absent)"));
 	} else if (!strncmp(spec, "config:", 7)) {
-		char val[256];
-		kr_kconfig(spec + 7, val, sizeof(val));
-		kr_env(spec + 7, "%s", val);
+		kr_kconfig(arg, val, sizeof(val));
+		kr_env(arg, "%s", val);
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_config)
 	} else if (!strcmp(spec, "group:config")) {
-		env_config((const char *const[]){ "CONFIG_HZ", "CONFIG_PREEMPT", "CONFIG_PREEMPT_VOLUNTARY",
-			"CONFIG_PREEMPT_NONE", "CONFIG_PREEMPT_RT", "CONFIG_PREEMPT_DYNAMIC",
-			"CONFIG_IRQ_TIME_ACCOUNTING", "CONFIG_CFS_BANDWIDTH", "CONFIG_RT_GROUP_SCHED",
-			"CONFIG_NO_HZ_FULL", "CONFIG_NO_HZ_IDLE", "CONFIG_CPU_IDLE", NULL });
+		env_config();
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cmdline)
 	} else if (!strcmp(spec, "group:cmdline")) {
@@ -300,10 +281,7 @@ static void env_add_knob(const char *spec)
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_rt_throttling)
 	} else if (!strcmp(spec, "group:rt_throttling")) {
-		char rt[32], period[32];
-		kr_env("rt_throttling", "sched_rt_runtime_us %s of sched_rt_period_us %s",
-		       file_or("/proc/sys/kernel/sched_rt_runtime_us", rt, sizeof(rt), "?"),
-		       file_or("/proc/sys/kernel/sched_rt_period_us", period, sizeof(period), "?"));
+		env_rt_throttling();
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_irq_affinity)
 	} else if (!strcmp(spec, "group:irq_affinity")) {
@@ -315,7 +293,7 @@ static void env_add_knob(const char *spec)
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cgroup)
 	} else if (!strcmp(spec, "group:cgroup")) {
-		env_cgroups();
+		env_cgroup();
 #endif
 #if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_memory)
 	} else if (!strcmp(spec, "group:memory")) {
@@ -334,36 +312,31 @@ static void env_add_knob(const char *spec)
 	}
 }
 
-const char *const kr_env_groups[] = { "group:config", "group:cmdline", "group:sched_features",
-	"group:cpuidle", "group:cpufreq", "group:rt_throttling", "group:irq_affinity",
-	"group:thread_policies", "group:cgroup", "group:memory", "group:numa", "group:virt", NULL };
-
 void kr_env_standard(const char *const *knobs)
 {
 	struct utsname u;
-	char model[256];
+	char *text = kr_read_text("/proc/cpuinfo"), *p = text ? strstr(text, "model name") : NULL;
 
+	if (p && (p = strchr(p, ':')))
+		p += 1 + strspn(p + 1, " \t");
 	uname(&u);
-	read_cpu_model(model, sizeof(model));
 	kr_env("kernel", "%s %s", u.release, u.machine);
-	kr_env("cpu", "%d x %s", kr_nr_cpus_online(), model);
+	kr_env("cpu", "%d x %.*s", kr_nr_cpus_online(), p ? (int)strcspn(p, "\n") : 7,
+	       p ? p : "unknown");
+	free(text);
 	for (; knobs && *knobs; knobs++)
 		env_add_knob(*knobs);
 }
 
 void kr_kmsg(const char *fmt, ...)
 {
-	char line[256];
+	int fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	va_list ap;
 
-	int fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) /* the kernel log is a courtesy: never fail a run over it */
 		return;
 	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	vdprintf(fd, fmt, ap); /* one write for these short lines: one record */
 	va_end(ap);
-	/* the kernel log is a courtesy: never fail a run over it */
-	if (n > 0 && write(fd, line, (size_t)n) < 0)
-		n = 0;
 	close(fd);
 }

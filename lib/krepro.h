@@ -418,7 +418,6 @@ int kr_netns_socket(int nsfd, int domain, int type, int proto); /* a socket in n
  * both ends and lo up. */
 int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 		   const char *name_b, const char *addr_b);
-int kr_netns_ifindex(int nsfd, const char *ifname);
 /* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus") */
 int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value);
 int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len);

@@ -24,239 +24,169 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-static int netns_self(void)
-{
-	return open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-}
+#define NS_SELF "/proc/thread-self/ns/net"
 
-/* back from a namespace entered for one call, prevfd closed: a thread stuck in the wrong
- * namespace would be worse than a failed call */
-static void netns_back(int prevfd)
-{
-	int e = errno;
-
-	if (setns(prevfd, CLONE_NEWNET) < 0) {
-		perror("krepro: cannot return to the original network namespace");
-		abort();
-	}
-	close(prevfd);
-	errno = e;
-}
-
+/* A socket in nsfd, made on this thread; lib also asks it for the fd of a new namespace
+ * (nsfd -1, domain 0). Back in the original namespace after: a thread left in the wrong
+ * one would be worse than a failed call. */
 int kr_netns_socket(int nsfd, int domain, int type, int proto)
 {
-	int prev = netns_self(), s = -1;
+	int prev = open(NS_SELF, O_RDONLY | O_CLOEXEC), r = -1;
 
 	if (prev < 0)
 		return -1;
-	if (setns(nsfd, CLONE_NEWNET) == 0)
-		s = socket(domain, type | SOCK_CLOEXEC, proto);
-	netns_back(prev);
-	return s;
-}
-
-/* one interface ioctl on ifname in nsfd; ifr is filled in (name set here) */
-static int netns_ifreq(int nsfd, const char *ifname, unsigned long req, struct ifreq *ifr)
-{
-	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
-
-	if (s < 0)
-		return -1;
-	snprintf(ifr->ifr_name, IFNAMSIZ, "%s", ifname);
-	int r = ioctl(s, req, ifr);
-	int e = errno;
-	close(s);
-	errno = e;
+	if ((nsfd < 0 ? unshare(CLONE_NEWNET) : setns(nsfd, CLONE_NEWNET)) == 0)
+		r = domain ? socket(domain, type | SOCK_CLOEXEC, proto)
+			   : open(NS_SELF, O_RDONLY | O_CLOEXEC);
+	if (setns(prev, CLONE_NEWNET) < 0) {
+		perror("krepro: cannot return to the original network namespace");
+		abort();
+	}
+	close(prev); /* errno: what the call left (setns and close keep it on success) */
 	return r;
 }
 
-static int netns_link_up(int nsfd, const char *ifname)
+/* ifname in nsfd up, with the address cidr ("10.1.2.1/24", the programs' own; NULL: none) */
+static int ifup(int nsfd, const char *ifname, const char *cidr)
 {
 	struct ifreq ifr = { 0 };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	char ip[64];
+	unsigned prefix = 24;
+	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0), r = -1;
 
-	if (netns_ifreq(nsfd, ifname, SIOCGIFFLAGS, &ifr) < 0)
-		return -1;
-	ifr.ifr_flags |= IFF_UP;
-	return netns_ifreq(nsfd, ifname, SIOCSIFFLAGS, &ifr);
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	sin->sin_family = AF_INET;
+	if (cidr && sscanf(cidr, "%63[^/]/%u", ip, &prefix) > 0)
+		inet_pton(AF_INET, ip, &sin->sin_addr);
+	if (s >= 0 && (!cidr || (ioctl(s, SIOCSIFADDR, &ifr) == 0 &&
+				 (sin->sin_addr.s_addr = htonl(~0u << (32 - prefix)),
+				  ioctl(s, SIOCSIFNETMASK, &ifr) == 0))) &&
+	    ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	if (s >= 0)
+		close(s);
+	return r;
 }
 
 int kr_netns_new(void)
 {
-	int prev = netns_self(), fd = -1;
+	int fd = kr_netns_socket(-1, 0, 0, 0);
 
-	if (prev < 0)
-		return -1;
-	if (unshare(CLONE_NEWNET) == 0)
-		fd = netns_self();
-	netns_back(prev);
-	if (fd >= 0 && netns_link_up(fd, "lo") < 0) {
-		int e = errno;
+	if (fd >= 0 && ifup(fd, "lo", NULL) < 0) {
 		close(fd);
-		errno = e;
 		return -1;
 	}
 	return fd;
 }
 
-int kr_netns_ifindex(int nsfd, const char *ifname)
-{
-	struct ifreq ifr = { 0 };
-	return netns_ifreq(nsfd, ifname, SIOCGIFINDEX, &ifr) < 0 ? -1 : ifr.ifr_ifindex;
-}
-
 int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd)
 {
-	struct ifreq ifr = { 0 };
+	struct ifreq ifr = { .ifr_data = cmd };
+	int s = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
 
-	ifr.ifr_data = cmd;
-	return netns_ifreq(nsfd, ifname, SIOCETHTOOL, &ifr);
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	int r = s < 0 ? -1 : ioctl(s, SIOCETHTOOL, &ifr);
+	if (s >= 0)
+		close(s);
+	return r;
 }
 
-/* ---- rtnetlink ---- */
-struct nlbuf {
-	char data[4096];
-	struct nlmsghdr *h;
-};
-
-static struct rtattr *nl_attr(struct nlbuf *b, unsigned short type, const void *p, size_t len)
+/* append an rtnetlink attribute to h; returns it (a nest is closed by setting its length) */
+static struct rtattr *nl_attr(struct nlmsghdr *h, unsigned short type, const void *p, size_t len)
 {
-	struct rtattr *a = (struct rtattr *)(b->data + NLMSG_ALIGN(b->h->nlmsg_len));
+	struct rtattr *a = (struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
 
 	a->rta_type = type;
 	a->rta_len = (unsigned short)RTA_LENGTH(len);
 	if (len)
 		memcpy(RTA_DATA(a), p, len);
-	b->h->nlmsg_len = NLMSG_ALIGN(b->h->nlmsg_len) + RTA_ALIGN(a->rta_len);
+	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
 	return a;
-}
-
-static void nl_nest_end(struct nlbuf *b, struct rtattr *a)
-{
-	a->rta_len = (unsigned short)((char *)b->h + b->h->nlmsg_len - (char *)a);
-}
-
-static void *nl_start(struct nlbuf *b, int type, int flags, size_t hdrlen)
-{
-	memset(b, 0, sizeof(*b));
-	b->h = (struct nlmsghdr *)b->data;
-	b->h->nlmsg_len = (unsigned)NLMSG_LENGTH(hdrlen);
-	b->h->nlmsg_type = (unsigned short)type;
-	b->h->nlmsg_flags = (unsigned short)(NLM_F_REQUEST | NLM_F_ACK | flags);
-	b->h->nlmsg_seq = 1;
-	return NLMSG_DATA(b->h);
-}
-
-/* send one request in nsfd and wait for its ack */
-static int nl_talk(int nsfd, struct nlbuf *b)
-{
-	int s = kr_netns_socket(nsfd, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
-	char reply[4096];
-	struct nlmsghdr *h = (struct nlmsghdr *)reply;
-	ssize_t n = s < 0 || send(s, b->h, b->h->nlmsg_len, 0) < 0 ? -1 : recv(s, reply, sizeof(reply), 0);
-	int e = n < 0 ? errno : EIO;
-
-	if (s >= 0)
-		close(s);
-	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR)
-		e = -((struct nlmsgerr *)NLMSG_DATA(h))->error;
-	errno = e;
-	return e ? -1 : 0;
-}
-
-static int netns_add_address(int nsfd, const char *ifname, const char *cidr)
-{
-	char ip[64];
-	struct in_addr a;
-	unsigned prefix = 24;
-	struct nlbuf b;
-	int idx = kr_netns_ifindex(nsfd, ifname);
-
-	if (sscanf(cidr, "%63[^/]/%u", ip, &prefix) < 1 || inet_pton(AF_INET, ip, &a) != 1 ||
-	    prefix > 32) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (idx < 0)
-		return -1;
-	struct ifaddrmsg *ifa = nl_start(&b, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifa));
-	ifa->ifa_family = AF_INET;
-	ifa->ifa_prefixlen = (unsigned char)prefix;
-	ifa->ifa_index = (unsigned)idx;
-	nl_attr(&b, IFA_LOCAL, &a, sizeof(a));
-	nl_attr(&b, IFA_ADDRESS, &a, sizeof(a));
-	return nl_talk(nsfd, &b);
 }
 
 int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 		   const char *name_b, const char *addr_b)
 {
-	struct nlbuf b;
-	struct ifinfomsg *ifi = nl_start(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(*ifi));
+	union {
+		struct nlmsghdr h;
+		char buf[4096];
+	} m = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
+		       .nlmsg_type = RTM_NEWLINK,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL } };
+	struct nlmsghdr *h = &m.h;
+	struct rtattr *nest[3];
 
-	ifi->ifi_family = AF_UNSPEC;
-	nl_attr(&b, IFLA_IFNAME, name_a, strlen(name_a) + 1);
-	struct rtattr *linkinfo = nl_attr(&b, IFLA_LINKINFO, NULL, 0);
-	nl_attr(&b, IFLA_INFO_KIND, "veth", 5);
-	struct rtattr *data = nl_attr(&b, IFLA_INFO_DATA, NULL, 0);
-	struct rtattr *peer = nl_attr(&b, VETH_INFO_PEER, NULL, 0);
-	/* the peer's own ifinfomsg, then its attributes */
-	b.h->nlmsg_len += (unsigned)NLMSG_ALIGN(sizeof(struct ifinfomsg));
-	nl_attr(&b, IFLA_IFNAME, name_b, strlen(name_b) + 1);
-	nl_attr(&b, IFLA_NET_NS_FD, &ns_b, sizeof(ns_b));
-	nl_nest_end(&b, peer);
-	nl_nest_end(&b, data);
-	nl_nest_end(&b, linkinfo);
-	if (nl_talk(ns_a, &b) < 0)
+	/* name_a, linkinfo { kind veth, data { peer { ifinfomsg, name_b, netns ns_b } } } */
+	nl_attr(h, IFLA_IFNAME, name_a, strlen(name_a) + 1);
+	nest[0] = nl_attr(h, IFLA_LINKINFO, NULL, 0);
+	nl_attr(h, IFLA_INFO_KIND, "veth", 5);
+	nest[1] = nl_attr(h, IFLA_INFO_DATA, NULL, 0);
+	nest[2] = nl_attr(h, VETH_INFO_PEER, NULL, 0);
+	h->nlmsg_len += NLMSG_ALIGN(sizeof(struct ifinfomsg));
+	nl_attr(h, IFLA_IFNAME, name_b, strlen(name_b) + 1);
+	nl_attr(h, IFLA_NET_NS_FD, &ns_b, sizeof(ns_b));
+	for (int i = 0; i < 3; i++)
+		nest[i]->rta_len = (unsigned short)((char *)h + h->nlmsg_len - (char *)nest[i]);
+	/* send it in ns_a and read the ack into m */
+	int s = kr_netns_socket(ns_a, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	ssize_t n = s < 0 || send(s, h, h->nlmsg_len, 0) < 0 ? -1 : recv(s, &m, sizeof(m), 0);
+	int e = n < 0 ? errno : n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) ||
+				h->nlmsg_type != NLMSG_ERROR ? EIO
+				: -((struct nlmsgerr *)NLMSG_DATA(h))->error;
+	if (s >= 0)
+		close(s);
+	if ((errno = e) || ifup(ns_a, name_a, addr_a) < 0)
 		return -1;
-	if ((addr_a && netns_add_address(ns_a, name_a, addr_a) < 0) ||
-	    (addr_b && netns_add_address(ns_b, name_b, addr_b) < 0))
-		return -1;
-	if (netns_link_up(ns_a, name_a) < 0 || netns_link_up(ns_b, name_b) < 0)
-		return -1;
-	return 0;
+	return ifup(ns_b, name_b, addr_b);
 }
 
-/* ---- sysfs of a namespace: a child mounts its own sysfs inside the namespace ---- */
+/* ---- sysfs of a namespace: a thread mounts its own sysfs inside the namespace ---- */
+struct sysfs_io {
+	int nsfd, err;
+	const char *value;
+	char *buf, path[512];
+	size_t len;
+};
+
+static void *sysfs_io(void *arg)
+{
+	struct sysfs_io *io = arg;
+	int fd = -1;
+	ssize_t n = -1;
+
+	/* a mount namespace of the thread's own (it goes with it), private so that nothing
+	 * propagates to the host's */
+	if (unshare(CLONE_NEWNS) == 0 && setns(io->nsfd, CLONE_NEWNET) == 0 &&
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0 &&
+	    (fd = open(io->path, (io->value ? O_WRONLY : O_RDONLY) | O_CLOEXEC)) >= 0)
+		n = io->value ? write(fd, io->value, strlen(io->value))
+			      : read(fd, io->buf, io->len - 1);
+	io->err = n < 0 ? errno : 0;
+	for (; n >= 0 && io->buf && n && io->buf[n - 1] == '\n'; n--)
+		;
+	if (n >= 0 && io->buf)
+		io->buf[n] = 0;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
 static int netns_sysfs_io(int nsfd, const char *relpath, const char *value, char *buf, size_t len)
 {
-	char path[512], tmp[4096];
-	int pfd[2], st;
-	ssize_t n = 0;
-	pid_t pid;
+	struct sysfs_io io = { .nsfd = nsfd, .value = value, .buf = buf, .len = len };
+	pthread_t t;
 
-	snprintf(path, sizeof(path), "/sys/%s", relpath);
-	if (pipe2(pfd, O_CLOEXEC) < 0)
+	snprintf(io.path, sizeof(io.path), "/sys/%s", relpath);
+	if (kr_thread_start(&t, -1, SCHED_OTHER, 0, sysfs_io, &io) < 0 || pthread_join(t, NULL))
 		return -1;
-	if ((pid = fork()) == 0) {
-		int fd = -1;
-		/* one write() of at most PIPE_BUF bytes: the parent reads it whole */
-		if (setns(nsfd, CLONE_NEWNET) == 0 && unshare(CLONE_NEWNS) == 0 &&
-		    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
-		    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0 &&
-		    (fd = open(path, value ? O_WRONLY : O_RDONLY)) >= 0 &&
-		    (value ? write(fd, value, strlen(value)) : (n = read(fd, tmp, sizeof(tmp)))) >= 0 &&
-		    write(pfd[1], tmp, (size_t)n) >= 0)
-			_exit(0);
-		_exit(errno & 0x7f);
-	}
-	close(pfd[1]);
-	if (pid > 0 && buf) {
-		n = read(pfd[0], buf, len - 1);
-		for (n = n < 0 ? 0 : n; n && buf[n - 1] == '\n'; n--)
-			;
-		buf[n] = 0;
-	}
-	close(pfd[0]);
-	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		errno = pid < 0 ? errno : WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
-		return -1;
-	}
-	return 0;
+	errno = io.err;
+	return io.err ? -1 : 0;
 }
 
 int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value)
