@@ -33,7 +33,7 @@
 #define MAX_THREADS 4096 /* 4 workers on each of 1024 CPUs */
 #define WORKER_BURST_NS 1200000 /* workers: 1.2 ms of CPU per wake */
 
-/* the options; -1: not given (run() sets the workload's default) */
+/* the options; -1: not given, run() sets the workload's default */
 static struct {
 	int workload;		     /* 0 fibtest, 1 workers */
 	long fast, slow, iterations; /* per slow burst; 0: WORKER_BURST_NS of CPU */
@@ -85,8 +85,8 @@ static int parse_cpu_stat(const char *text, struct sample *s)
 	       kr_kv_get(text, "nr_throttled", &s->nr_throttled) < 0 ? -1 : 0;
 }
 
-/* Why enabling v2 cpu failed when the machine refuses it, else NULL. EBUSY: processes
- * in the group, or before threaded cgroups (4.14); EOPNOTSUPP: it became a thread root */
+/* why the machine refuses v2 cpu, else NULL (EBUSY: processes in the group, or before
+ * threaded cgroups, 4.14; EOPNOTSUPP: it became a thread root) */
 static const char *v2_enable_refusal(int err)
 {
 	if (err == EBUSY || err == EOPNOTSUPP)
@@ -101,7 +101,7 @@ static pthread_t threads[MAX_THREADS]; /* the first cfg.fast are the fast ones *
 static int nworkers;
 static struct {
 	bool v2;
-	char cpu[300], domain[280]; /* v2: the domain holds the process and group cpu */
+	char cpu[300], domain[280]; /* v2: the domain holds the process and cpu */
 } grp;
 
 /* Fibonacci steps; the asm keeps the compiler from folding the loop away */
@@ -117,7 +117,6 @@ static inline void fib_steps(uint64_t n)
 	}
 }
 
-/* the CPU time of a thread */
 static uint64_t cpu_ns(pthread_t t)
 {
 	struct timespec ts = { 0, 0 };
@@ -132,7 +131,7 @@ static void *worker_main(void *arg)
 {
 	bool fast = (intptr_t)arg < cfg.fast;
 
-	kr_cgroup_attach_tid(grp.cpu, kr_gettid()); /* start_workers counts who is in */
+	kr_cgroup_attach_tid(grp.cpu, kr_gettid()); /* start_workers checks */
 	pthread_barrier_wait(&start_line);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		/* slow: a count of steps (the original), or an amount of CPU time, so the
@@ -162,8 +161,7 @@ __attribute__((format(printf, 3, 4))) static int cg_set(const char *dir, const c
 	return kr_write_file(path, v);
 }
 
-/* enable cpu for dir's children (err: a refusal known beforehand): SKIP 129 when the
- * machine refuses, before any change when dir is root */
+/* enable cpu for dir's children (err: a refusal known beforehand) */
 static int v2_enable_cpu(const char *root, const char *dir, int err)
 {
 	if (!err && kr_cgroup_enable(dir, "cpu") == 0)
@@ -266,8 +264,7 @@ static int take_sample(struct sample *s)
 	if (kr_read_file(path, text, sizeof(text)) < 0 || parse_cpu_stat(text, s) < 0 ||
 	    kr_read_proc_stat(&s->cpu, NULL, 0) < 0)
 		return -1;
-	/* the group holds these threads only (checked): their CPU time is its usage, as
-	 * usage_usec or cpuacct counts it; v1 may have no cpuacct */
+	/* the group's usage: it holds these threads only (checked); v1 needs no cpuacct */
 	s->usage_ns = 0;
 	for (int i = 0; i < nworkers; i++)
 		s->usage_ns += cpu_ns(threads[i]);
@@ -275,8 +272,8 @@ static int take_sample(struct sample *s)
 }
 
 struct window {
-	double ms, throttled, throttled_ms, usage_ms, allowed_ms, efficiency, steal_pct;
-	uint64_t periods, nr_throttled;
+	double ms, periods, nr_throttled, throttled, throttled_ms, usage_ms, allowed_ms,
+		efficiency, steal_pct;
 };
 
 static struct window window_of(const struct sample *a, const struct sample *b)
@@ -284,20 +281,20 @@ static struct window window_of(const struct sample *a, const struct sample *b)
 	uint64_t tot = kr_cpu_times_total(&b->cpu) - kr_cpu_times_total(&a->cpu);
 	struct window w = {
 		.ms = (double)(b->t - a->t) / 1e6,
-		.periods = b->nr_periods - a->nr_periods,
-		.nr_throttled = b->nr_throttled - a->nr_throttled,
+		.periods = (double)(b->nr_periods - a->nr_periods),
+		.nr_throttled = (double)(b->nr_throttled - a->nr_throttled),
 		.throttled_ms = (double)(b->throttled_ns - a->throttled_ns) / 1e6,
 		.usage_ms = (double)(b->usage_ns - a->usage_ns) / 1e6,
 		.steal_pct = tot ? 100.0 * (double)(b->cpu.steal - a->cpu.steal) / (double)tot : 0,
 	};
 	/* clamped: a period can count as throttled more than once */
-	w.throttled = w.periods ? fmin(100, 100.0 * (double)w.nr_throttled / (double)w.periods) : 0;
+	w.throttled = w.periods ? fmin(100, 100 * w.nr_throttled / w.periods) : 0;
 	w.allowed_ms = w.ms * (double)cfg.quota_ns / (double)cfg.period_ns;
 	w.efficiency = w.usage_ms / w.allowed_ms;
 	return w;
 }
 
-/* one window of seconds, sampled once per period for --csv */
+/* one window, sampled once per period for --csv */
 static int measure_window(int repeat, double seconds, struct window *w)
 {
 	struct sample first, prev, cur;
@@ -311,10 +308,9 @@ static int measure_window(int repeat, double seconds, struct window *w)
 		if (take_sample(&cur) < 0)
 			return -1;
 		struct window d = window_of(&prev, &cur);
-		kr_csv_row("%d,%.3f,%.3f,%llu,%llu,%.3f,%.3f,%.1f", repeat,
-			   (double)(cur.t - first.t) / 1e6, d.ms, (unsigned long long)d.periods,
-			   (unsigned long long)d.nr_throttled, d.throttled_ms, d.usage_ms,
-			   d.steal_pct);
+		kr_csv_row("%d,%.3f,%.3f,%.0f,%.0f,%.3f,%.3f,%.1f", repeat,
+			   (double)(cur.t - first.t) / 1e6, d.ms, d.periods, d.nr_throttled,
+			   d.throttled_ms, d.usage_ms, d.steal_pct);
 		prev = cur;
 	}
 	*w = window_of(&first, &prev);
@@ -352,13 +348,9 @@ static int run(const struct kr_opts *o)
 	if (cfg.warmup_ns < 2 * cfg.period_ns) /* a window in the first periods overstates usage */
 		cfg.warmup_ns = 2 * cfg.period_ns;
 	long slice = cfg.slice_us > 0 ? cfg.slice_us : o->trigger ? TRIGGER_SLICE_US : -1;
-	double quota_cpu = (double)cfg.quota_ns / (double)cfg.period_ns;
 	if (cfg.fast + cfg.slow < 1 || cfg.fast + cfg.slow > MAX_THREADS)
 		return kr_error("--fast + --threads must be 1-%d (is %ld)", MAX_THREADS,
 				cfg.fast + cfg.slow);
-	if (cfg.quota_ns > cfg.period_ns * ncpus)
-		kr_warn("quota %.1f ms exceeds period x CPUs: the group cannot be throttled",
-			(double)cfg.quota_ns / 1e6);
 
 	kr_env_standard((const char *const[]){ "sysctl:kernel.sched_cfs_bandwidth_slice_us",
 					       "config:CONFIG_CFS_BANDWIDTH", "config:CONFIG_HZ",
@@ -369,9 +361,9 @@ static int run(const struct kr_opts *o)
 	kr_param(cfg.iterations ? "iterations" : "burst_cpu_us", "%ld",
 		 cfg.iterations ? cfg.iterations : WORKER_BURST_NS / 1000);
 	kr_param("cpus", "%s", kr_format_cpulist(&cpus, buf, sizeof(buf)));
-	kr_param("quota_us", "%lld", (long long)(cfg.quota_ns / 1000));
-	kr_param("period_us", "%lld", (long long)(cfg.period_ns / 1000));
-	kr_param("burst_us", "%lld", (long long)(cfg.burst_ns / 1000));
+	kr_param("quota_us", "%ld", (long)(cfg.quota_ns / 1000));
+	kr_param("period_us", "%ld", (long)(cfg.period_ns / 1000));
+	kr_param("burst_us", "%ld", (long)(cfg.burst_ns / 1000));
 	kr_param("warmup_ms", "%.0f", (double)cfg.warmup_ns / 1e6);
 	kr_param("window_s", "%g", o->duration_s);
 	kr_param("repeat", "%d", o->repeat);
@@ -381,7 +373,7 @@ static int run(const struct kr_opts *o)
 
 	if ((r = setup_group(&cg)))
 		return r;
-	if (slice > 0) { /* the header shows the value before */
+	if (slice > 0) { /* the header shows the old value */
 		snprintf(buf, sizeof(buf), "%ld", slice);
 		if (kr_journal_write(SLICE_SYSCTL, buf) < 0)
 			return kr_error("cannot set %s: %s", SLICE_SYSCTL, strerror(errno));
@@ -396,19 +388,19 @@ static int run(const struct kr_opts *o)
 	kr_say("\nwindow periods throttled thr.time   usage allowed effic. steal\n"
 	       "            #         %%       ms      ms      ms              %%");
 
-	/* windows: one with steal above the limit does not count and is retried. The
-	 * figures: the mean of the conclusive ones (the last window's if none is) */
+	/* a window with steal above the limit does not count and is retried; the figures:
+	 * the mean of the conclusive ones (the last window's if none is) */
 	enum kr_verdict votes[100 + MAX_RETRIES], v;
 	double throttled = 0, efficiency = 0;
 	struct window w = { 0 };
 	while (nconc < o->repeat && nwin < o->repeat + MAX_RETRIES) {
 		if (measure_window(nwin + 1, o->duration_s, &w) < 0)
-			return kr_error("cannot read the group's counters: %s", strerror(errno));
+			return kr_error("cannot read the counters: %s", strerror(errno));
 		v = votes[nwin++] = window_verdict(w.throttled, w.efficiency, w.steal_pct,
 						   o->threshold, cfg.max_efficiency);
-		kr_say("%6d %7llu %9.1f %8.1f %7.1f %7.1f %6.3f %6.1f%s", nwin,
-		       (unsigned long long)w.periods, w.throttled, w.throttled_ms, w.usage_ms,
-		       w.allowed_ms, w.efficiency, w.steal_pct, v == KR_SKIP ? " steal" : "");
+		kr_say("%6d %7.0f %9.1f %8.1f %7.1f %7.1f %6.3f %6.1f%s", nwin, w.periods,
+		       w.throttled, w.throttled_ms, w.usage_ms, w.allowed_ms, w.efficiency,
+		       w.steal_pct, v == KR_SKIP ? " steal" : "");
 		throttled += v != KR_SKIP ? w.throttled : 0;
 		efficiency += v != KR_SKIP ? w.efficiency : 0;
 		nconc += v != KR_SKIP;
@@ -418,8 +410,6 @@ static int run(const struct kr_opts *o)
 		pthread_join(threads[i], NULL);
 	throttled = nconc ? throttled / nconc : w.throttled;
 	efficiency = nconc ? efficiency / nconc : w.efficiency;
-	kr_say("\nusage %.2f CPU of %.2f CPU allowed; throttled in %.1f%% of periods",
-	       efficiency * quota_cpu, quota_cpu, throttled);
 	kr_measure("throttled_pct", throttled);
 	kr_measure("efficiency", efficiency);
 
