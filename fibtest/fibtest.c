@@ -29,14 +29,14 @@
 #define SLICE_SYSCTL "/proc/sys/kernel/sched_cfs_bandwidth_slice_us"
 #define TRIGGER_SLICE_US 1000000L /* 1 s: the first CPU to ask takes the whole quota */
 #define STEAL_LIMIT_PCT 5.0	  /* steal fakes lost quota: such a window is retried */
-#define MAX_STEAL_RETRIES 2
-#define MAX_THREADS 1024
-#define WORKER_BURST_NS 1200000	  /* workers: 1.2 ms of CPU per wake */
+#define MAX_RETRIES 2
+#define MAX_THREADS 4096 /* 4 workers on each of 1024 CPUs */
+#define WORKER_BURST_NS 1200000 /* workers: 1.2 ms of CPU per wake */
 
-/* the options; -1: not given (run() sets the workload's default; --slice: none) */
+/* the options; -1: not given, run() sets the workload's default */
 static struct {
 	int workload;		     /* 0 fibtest, 1 workers */
-	long fast, slow, iterations; /* iterations per slow burst; 0: WORKER_BURST_NS of CPU */
+	long fast, slow, iterations; /* per slow burst; 0: WORKER_BURST_NS of CPU */
 	int64_t quota_ns, period_ns, burst_ns, warmup_ns;
 	long slice_us;
 	double max_efficiency;
@@ -56,76 +56,53 @@ static const struct kr_option options[] = {
 	{ NULL, NULL, NULL }
 };
 
-/* ---- the verdict rule and the parsing, pure (unit-tested) ---- */
-
-/* nr_throttled / nr_periods in %, clamped: a period can count as throttled more than once */
-static double throttled_pct(uint64_t periods, uint64_t throttled)
-{
-	double p = periods ? 100.0 * (double)throttled / (double)periods : 0;
-	return p > 100 ? 100 : p;
-}
-
 /* One window: FAIL when throttled >= limit % of periods while efficiency <= max_eff;
- * SKIP when host steal could have faked the lost quota, or nothing was measured */
+ * SKIP when host steal could have faked the lost quota */
 static enum kr_verdict window_verdict(double throttled, double efficiency, double steal_pct,
 				      double limit, double max_eff)
 {
-	if (steal_pct > STEAL_LIMIT_PCT || isnan(throttled) || isnan(efficiency))
+	if (steal_pct > STEAL_LIMIT_PCT)
 		return KR_SKIP;
 	return throttled >= limit && efficiency <= max_eff ? KR_FAIL : KR_PASS;
 }
 
-struct cpu_stat {
-	uint64_t nr_periods, nr_throttled, throttled_ns, usage_ns; /* usage: v2 only */
+struct sample {
+	int64_t t;
+	uint64_t nr_periods, nr_throttled, throttled_ns, usage_ns;
+	struct kr_cpu_times cpu; /* /proc/stat, for steal */
 };
 
-/* cpu.stat by key: v1 gives throttled_time in ns, v2 throttled_usec and usage_usec in us */
-static int parse_cpu_stat(const char *text, struct cpu_stat *s)
+/* cpu.stat by key: v1 gives throttled_time in ns, v2 throttled_usec in us */
+static int parse_cpu_stat(const char *text, struct sample *s)
 {
 	uint64_t us;
 
-	memset(s, 0, sizeof(*s));
-	if (kr_kv_get(text, "usage_usec", &us) == 0)
-		s->usage_ns = us * 1000;
-	if (kr_kv_get(text, "throttled_time", &s->throttled_ns) < 0) {
-		if (kr_kv_get(text, "throttled_usec", &us) < 0)
-			return -1;
+	if (kr_kv_get(text, "throttled_usec", &us) == 0)
 		s->throttled_ns = us * 1000;
-	}
-	if (kr_kv_get(text, "nr_periods", &s->nr_periods) < 0 ||
-	    kr_kv_get(text, "nr_throttled", &s->nr_throttled) < 0)
+	else if (kr_kv_get(text, "throttled_time", &s->throttled_ns) < 0)
 		return -1;
-	return 0;
+	return kr_kv_get(text, "nr_periods", &s->nr_periods) < 0 ||
+	       kr_kv_get(text, "nr_throttled", &s->nr_throttled) < 0 ? -1 : 0;
 }
 
-/* Why enabling a v2 controller failed when that is the machine's doing: a group with
- * processes in it (a container's namespace root) cannot pass controllers down, a read-only
- * or undelegated hierarchy refuses the write. NULL: an unexpected failure. */
+/* why the machine refuses v2 cpu, else NULL (EBUSY: processes in the group, or before
+ * threaded cgroups, 4.14; EOPNOTSUPP: it became a thread root) */
 static const char *v2_enable_refusal(int err)
 {
-	switch (err) {
-	case EBUSY:	 /* domain controllers, or a kernel before threaded cgroups (4.14) */
-	case EOPNOTSUPP: /* a group with processes became a thread root: no domain below */
+	if (err == EBUSY || err == EOPNOTSUPP)
 		return "processes in it (a container?)";
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		return "not writable (a container?)";
-	}
-	return NULL;
+	return err == EACCES || err == EPERM || err == EROFS ? "not writable (a container?)"
+							     : NULL;
 }
-
-/* ---- the workload ---- */
 
 static pthread_barrier_t start_line;
 static atomic_bool stop;
-static atomic_int attach_errors;
-static const char *attach_to[2]; /* the cpu group, and v1's separate cpuacct group or NULL */
-static _Atomic uint64_t fast_iterations, slow_bursts;
-
 static pthread_t threads[MAX_THREADS]; /* the first cfg.fast are the fast ones */
-static clockid_t clocks[MAX_THREADS];  /* their CPU clocks */
 static int nworkers;
+static struct {
+	bool v2;
+	char cpu[300], domain[280]; /* v2: the domain holds the process and cpu */
+} grp;
 
 /* Fibonacci steps; the asm keeps the compiler from folding the loop away */
 static inline void fib_steps(uint64_t n)
@@ -140,52 +117,37 @@ static inline void fib_steps(uint64_t n)
 	}
 }
 
-static uint64_t clock_ns(clockid_t c)
+static uint64_t cpu_ns(pthread_t t)
 {
 	struct timespec ts = { 0, 0 };
+	clockid_t c;
 
+	pthread_getcpuclockid(t, &c);
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void *worker_main(void *arg)
 {
-	int i = (int)(intptr_t)arg;
+	bool fast = (intptr_t)arg < cfg.fast;
 
-	for (int g = 0; g < 2; g++)
-		if (attach_to[g] && kr_cgroup_attach_tid(attach_to[g], kr_gettid()) < 0)
-			atomic_fetch_add(&attach_errors, 1);
-	pthread_getcpuclockid(pthread_self(), &clocks[i]);
+	kr_cgroup_attach_tid(grp.cpu, kr_gettid()); /* start_workers checks */
 	pthread_barrier_wait(&start_line);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		if (i < cfg.fast) {
-			fib_steps(10000);
-			atomic_fetch_add_explicit(&fast_iterations, 10000, memory_order_relaxed);
-			continue;
-		}
-		/* a count of steps (the original), or an amount of CPU time, so the workers
-		 * shape is the same on a fast or a slow machine and under other load */
-		if (cfg.iterations > 0)
-			fib_steps((uint64_t)cfg.iterations);
+		/* slow: a count of steps (the original), or an amount of CPU time, so the
+		 * workers shape is the same on a fast or a slow machine and under other load */
+		if (fast || cfg.iterations > 0)
+			fib_steps(fast ? 10000 : (uint64_t)cfg.iterations);
 		else
-			for (uint64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + WORKER_BURST_NS;
-			     clock_ns(CLOCK_THREAD_CPUTIME_ID) < end;)
+			for (uint64_t end = cpu_ns(pthread_self()) + WORKER_BURST_NS;
+			     cpu_ns(pthread_self()) < end;)
 				fib_steps(2000);
-		atomic_fetch_add_explicit(&slow_bursts, 1, memory_order_relaxed);
-		kr_sleep_ns(10000000); /* an async worker waiting for its next task */
+		if (!fast)
+			kr_sleep_ns(10000000); /* an async worker waiting for its next task */
 	}
 	return NULL;
 }
 
-/* ---- the group ---- */
-
-static struct {
-	bool v2;
-	char cpu[300], acct[300]; /* acct: v1 cpuacct.usage here; "" on v2 or without it */
-	char domain[280];	  /* v2: the domain holding the process and the threaded group */
-} grp;
-
-/* write a value into a file of a cgroup directory */
 __attribute__((format(printf, 3, 4))) static int cg_set(const char *dir, const char *file,
 							 const char *fmt, ...)
 {
@@ -199,8 +161,7 @@ __attribute__((format(printf, 3, 4))) static int cg_set(const char *dir, const c
 	return kr_write_file(path, v);
 }
 
-/* enable cpu for dir's children (err: the refusal known beforehand); a refusal that is
- * the machine's doing is SKIP 129, before any change when dir is root */
+/* enable cpu for dir's children (err: a refusal known beforehand) */
 static int v2_enable_cpu(const char *root, const char *dir, int err)
 {
 	if (!err && kr_cgroup_enable(dir, "cpu") == 0)
@@ -208,226 +169,160 @@ static int v2_enable_cpu(const char *root, const char *dir, int err)
 	err = err ? err : errno;
 	if (!v2_enable_refusal(err))
 		return kr_error("cannot enable cpu in %s: %s", dir, strerror(err));
-	kr_say("The cpu controller cannot be passed down from %s:", root);
-	kr_say("a v2 group with processes in it (a container's namespace root) or");
-	kr_say("a read-only hierarchy: run on the host, or in a delegated subtree.");
+	kr_say("Run on the host, or in a delegated cgroup subtree.");
 	return kr_skip(KR_EXIT_SKIP_MACHINE, "cgroup %s: %s", root, v2_enable_refusal(err));
 }
 
 static int create_group(const char *dir)
 {
-	return kr_cgroup_create(dir) < 0 ? kr_error("cannot create cgroup %s: %s", dir,
-						    strerror(errno))
-					 : 0;
+	return kr_cgroup_create(dir) ? kr_error("cannot create %s: %s", dir, strerror(errno)) : 0;
 }
 
-/* v2: domain krepro-fibtest-PID with cpu enabled for its child, the threaded group
- * krepro-fibtest-PID/workers that gets the quota. Only the workload threads go into
- * it (cgroup.threads); the process, with the sampling thread, stays in the domain, so
- * the sampler is neither throttled nor counted in the group's usage. */
-static int setup_v2(const char *root)
-{
-	char path[400], procs[64];
-	int r;
-
-	/* A cgroup namespace (a container) shows a non-root group as the root: it has a
-	 * cgroup.type file, which the real root has not. With processes in it, the cpu
-	 * controller cannot be passed down to a domain below it: say so before any change. */
-	snprintf(path, sizeof(path), "%s/cgroup.type", root);
-	bool ns_root = access(path, F_OK) == 0;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", root);
-	bool busy = ns_root && kr_read_file(path, procs, sizeof(procs)) > 0;
-	if ((r = v2_enable_cpu(root, root, busy ? EBUSY : 0)))
-		return r;
-	snprintf(grp.domain, sizeof(grp.domain), "%.240s/krepro-fibtest-%d", root, (int)getpid());
-	snprintf(grp.cpu, sizeof(grp.cpu), "%s/workers", grp.domain);
-	if ((r = create_group(grp.domain)))
-		return r;
-	/* the domain competes with the rest of the machine: the largest weight there too */
-	if (cg_set(grp.domain, "cpu.weight", "10000") < 0)
-		return kr_error("cannot set %s/cpu.weight: %s", grp.domain, strerror(errno));
-	if ((r = v2_enable_cpu(root, grp.domain, 0)) || (r = create_group(grp.cpu)))
-		return r;
-	if (cg_set(grp.cpu, "cgroup.type", "threaded") < 0)
-		return errno == ENOENT
-			       ? kr_skip(KR_EXIT_SKIP, "needs threaded cgroups (v4.14+): no %s/%s",
-					 grp.cpu, "cgroup.type")
-			       : kr_error("cannot make %s threaded: %s", grp.cpu, strerror(errno));
-	return 0;
-}
-
-/* threads listed in a group (v1 "tasks", v2 "cgroup.threads"), -1 if unreadable */
-static int group_threads(const char *dir)
-{
-	static char text[64 * 1024];
-	char path[400];
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, grp.v2 ? "cgroup.threads" : "tasks");
-	if (kr_read_file(path, text, sizeof(text)) < 0)
-		return -1;
-	for (char *p = text; *p; p++)
-		n += *p == '\n';
-	return text[0] ? n + 1 : 0; /* kr_read_file strips the last newline */
-}
-
-/* ---- the measurement ---- */
-
-struct snapshot {
-	int64_t t;
-	struct cpu_stat st;
-	uint64_t usage_ns;
-	struct kr_cpu_times cpu;
-};
-
-static int take_snapshot(struct snapshot *s)
-{
-	char path[400], text[4096];
-
-	s->t = kr_now_ns();
-	snprintf(path, sizeof(path), "%s/cpu.stat", grp.cpu);
-	if (kr_read_file(path, text, sizeof(text)) < 0 || parse_cpu_stat(text, &s->st) < 0)
-		return -1;
-	if (grp.v2) {
-		s->usage_ns = s->st.usage_ns;
-	} else if (grp.acct[0]) {
-		snprintf(path, sizeof(path), "%s/cpuacct.usage", grp.acct);
-		if (kr_read_u64(path, &s->usage_ns) < 0)
-			return -1;
-	} else { /* no cpuacct: the threads' own CPU clocks add up to the same */
-		s->usage_ns = 0;
-		for (int i = 0; i < nworkers; i++)
-			s->usage_ns += clock_ns(clocks[i]);
-	}
-	return kr_read_proc_stat(&s->cpu, NULL, 0) < 0 ? -1 : 0;
-}
-
-struct window {
-	double ms, throttled, efficiency, steal_pct;
-	uint64_t periods, nr_throttled;
-	double throttled_ms, usage_ms, allowed_ms;
-};
-
-/* the figures from snapshot a to b */
-static void window_of(const struct snapshot *a, const struct snapshot *b, struct window *w)
-{
-	uint64_t tot = kr_cpu_times_total(&b->cpu) - kr_cpu_times_total(&a->cpu);
-
-	w->ms = (double)(b->t - a->t) / 1e6;
-	w->periods = b->st.nr_periods - a->st.nr_periods;
-	w->nr_throttled = b->st.nr_throttled - a->st.nr_throttled;
-	w->throttled = throttled_pct(w->periods, w->nr_throttled);
-	w->throttled_ms = (double)(b->st.throttled_ns - a->st.throttled_ns) / 1e6;
-	w->usage_ms = (double)(b->usage_ns - a->usage_ns) / 1e6;
-	w->allowed_ms = w->ms * (double)cfg.quota_ns / (double)cfg.period_ns;
-	w->efficiency = w->usage_ms / w->allowed_ms;
-	w->steal_pct = tot ? 100.0 * (double)(b->cpu.steal - a->cpu.steal) / (double)tot : 0;
-}
-
-/* one window of seconds, sampled once per period for --csv */
-static int measure_window(int repeat, double seconds, struct window *w)
-{
-	struct snapshot first, prev, cur;
-	struct window d;
-
-	if (take_snapshot(&first) < 0)
-		return -1;
-	prev = first;
-	int64_t end = first.t + (int64_t)(seconds * 1e9);
-	for (int64_t next = first.t + cfg.period_ns; prev.t < end; next += cfg.period_ns) {
-		kr_sleep_until_ns(next < end ? next : end);
-		if (take_snapshot(&cur) < 0)
-			return -1;
-		window_of(&prev, &cur, &d);
-		kr_csv_row("%d,%.3f,%.3f,%llu,%llu,%.3f,%.3f,%.1f", repeat,
-			   (double)(cur.t - first.t) / 1e6, d.ms, (unsigned long long)d.periods,
-			   (unsigned long long)d.nr_throttled, d.throttled_ms, d.usage_ms,
-			   d.steal_pct);
-		prev = cur;
-	}
-	window_of(&first, &prev, w);
-	return 0;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* ---- run ---- */
-
-/* the group, in every hierarchy that holds cpu or cpuacct, with the quota */
+/* v2: the domain krepro-fibtest-PID holds the process (the sampler: neither throttled
+ * nor counted) and the threaded group workers with the quota, for the workload only */
 static int setup_group(const struct kr_cgroups *cg)
 {
 	long q = (long)(cfg.quota_ns / 1000), p = (long)(cfg.period_ns / 1000);
 	long b = (long)(cfg.burst_ns / 1000);
+	char path[400], procs[64];
 	int r;
 
-	if (grp.v2 && (r = setup_v2(cg->v2)))
-		return r;
-	if (!grp.v2) {
-		snprintf(grp.cpu, sizeof(grp.cpu), "%s/krepro-fibtest-%d", cg->v1_cpu, (int)getpid());
-		snprintf(grp.acct, sizeof(grp.acct), "%s/krepro-fibtest-%d", cg->v1_cpuacct,
+	if (grp.v2) {
+		/* a container's cgroup namespace root has cgroup.type (the real root has
+		 * not); with processes in it, it cannot pass cpu down: say so first */
+		snprintf(path, sizeof(path), "%s/cgroup.type", cg->v2);
+		bool ns_root = access(path, F_OK) == 0;
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg->v2);
+		bool busy = ns_root && kr_read_file(path, procs, sizeof(procs)) > 0;
+		snprintf(grp.domain, sizeof(grp.domain), "%.240s/krepro-fibtest-%d", cg->v2,
 			 (int)getpid());
-		if (!cg->v1_cpuacct[0])
-			grp.acct[0] = 0;
-		else if (strcmp(cg->v1_cpuacct, cg->v1_cpu))
-			attach_to[1] = grp.acct; /* a separate hierarchy: a group of its own */
-		if ((r = create_group(grp.cpu)) || (attach_to[1] && (r = create_group(grp.acct))))
+		snprintf(grp.cpu, sizeof(grp.cpu), "%s/workers", grp.domain);
+		if ((r = v2_enable_cpu(cg->v2, cg->v2, busy ? EBUSY : 0)) ||
+		    (r = create_group(grp.domain)) || (r = v2_enable_cpu(cg->v2, grp.domain, 0)) ||
+		    (r = create_group(grp.cpu)))
 			return r;
+		if (cg_set(grp.cpu, "cgroup.type", "threaded"))
+			return errno == ENOENT ? kr_skip(125, "needs threaded cgroups (v4.14+): "
+							      "no %s/cgroup.type", grp.cpu)
+					       : kr_error("cannot make %s threaded: %s", grp.cpu,
+							  strerror(errno));
+		/* the largest weight, for the domain too: other load on the machine must
+		 * not look like lost quota */
+		r = cg_set(grp.domain, "cpu.weight", "10000") ||
+		    cg_set(grp.cpu, "cpu.weight", "10000") ||
+		    cg_set(grp.cpu, "cpu.max", "%ld %ld", q, p);
+	} else {
+		snprintf(grp.cpu, sizeof(grp.cpu), "%s/krepro-fibtest-%d", cg->v1_cpu,
+			 (int)getpid());
+		if ((r = create_group(grp.cpu)))
+			return r;
+		r = cg_set(grp.cpu, "cpu.shares", "262144") ||
+		    cg_set(grp.cpu, "cpu.cfs_period_us", "%ld", p) ||
+		    cg_set(grp.cpu, "cpu.cfs_quota_us", "%ld", q);
 	}
-	attach_to[0] = grp.cpu;
-	if (grp.v2 ? cg_set(grp.cpu, "cpu.max", "%ld %ld", q, p) < 0
-		   : cg_set(grp.cpu, "cpu.cfs_period_us", "%ld", p) < 0 ||
-			     cg_set(grp.cpu, "cpu.cfs_quota_us", "%ld", q) < 0)
-		return kr_error("cannot set the quota of %s: %s", grp.cpu, strerror(errno));
-	/* the largest weight: other load on the machine must not look like lost quota;
-	 * an absent burst file (before v5.14) is fine when no burst is asked for */
-	if (cg_set(grp.cpu, grp.v2 ? "cpu.weight" : "cpu.shares", "%d", grp.v2 ? 10000 : 262144) ||
-	    (cg_set(grp.cpu, grp.v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", "%ld", b) < 0 &&
-	     (b || errno != ENOENT)))
+	/* no burst file (before v5.14) is fine without --burst */
+	if (r || (cg_set(grp.cpu, grp.v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", "%ld", b) &&
+		  (b || errno != ENOENT)))
 		return kr_error("cannot set the quota of %s: %s", grp.cpu, strerror(errno));
 	return 0;
 }
 
-/* threads pinned before they run, each in the group before its first step; on v2 the
- * process (this sampler thread) stays in the unlimited domain above the group */
+/* threads pinned before they run, each in the group before its first step */
 static int start_workers(const int *cpu_list, int ncpus)
 {
+	char path[400];
+	int n = 0;
+
 	if (grp.v2 && kr_cgroup_attach_pid(grp.domain, getpid()) < 0)
 		return kr_error("cannot move into %s: %s", grp.domain, strerror(errno));
 	nworkers = (int)(cfg.fast + cfg.slow);
-	if (pthread_barrier_init(&start_line, NULL, (unsigned)nworkers + 1))
-		return kr_error("out of memory");
+	pthread_barrier_init(&start_line, NULL, (unsigned)nworkers + 1);
 	for (int i = 0; i < nworkers; i++)
 		if (kr_thread_start(&threads[i], cpu_list[i % ncpus], SCHED_OTHER, 0, worker_main,
 				    (void *)(intptr_t)i) < 0)
 			return kr_error("cannot start thread %d: %s", i, strerror(errno));
 	pthread_barrier_wait(&start_line);
-	if (attach_errors)
-		return kr_error("%d thread(s) could not join %s", (int)attach_errors, grp.cpu);
-	/* only the workload is limited: the sampler must not be throttled with it */
-	int in_group = group_threads(grp.cpu);
-	kr_measure("threads_in_group", in_group);
-	if (in_group != nworkers)
-		return kr_error("%d thread(s) in %s, expected the %d workload threads", in_group,
+	/* all the workload is limited, and nothing else */
+	snprintf(path, sizeof(path), "%s/%s", grp.cpu, grp.v2 ? "cgroup.threads" : "tasks");
+	char *text = kr_read_text(path);
+	for (char *c = text; c && *c; c++)
+		n += *c == '\n';
+	free(text);
+	kr_measure("threads_in_group", n);
+	if (n != nworkers)
+		return kr_error("%d thread(s) in %s, expected the %d workload threads", n,
 				grp.cpu, nworkers);
+	return 0;
+}
+
+static int take_sample(struct sample *s)
+{
+	char path[400], text[4096];
+
+	s->t = kr_now_ns();
+	snprintf(path, sizeof(path), "%s/cpu.stat", grp.cpu);
+	if (kr_read_file(path, text, sizeof(text)) < 0 || parse_cpu_stat(text, s) < 0 ||
+	    kr_read_proc_stat(&s->cpu, NULL, 0) < 0)
+		return -1;
+	/* the group's usage: it holds these threads only (checked); v1 needs no cpuacct */
+	s->usage_ns = 0;
+	for (int i = 0; i < nworkers; i++)
+		s->usage_ns += cpu_ns(threads[i]);
+	return 0;
+}
+
+struct window {
+	double ms, periods, nr_throttled, throttled, throttled_ms, usage_ms, allowed_ms,
+		efficiency, steal_pct;
+};
+
+static struct window window_of(const struct sample *a, const struct sample *b)
+{
+	uint64_t tot = kr_cpu_times_total(&b->cpu) - kr_cpu_times_total(&a->cpu);
+	struct window w = {
+		.ms = (double)(b->t - a->t) / 1e6,
+		.periods = (double)(b->nr_periods - a->nr_periods),
+		.nr_throttled = (double)(b->nr_throttled - a->nr_throttled),
+		.throttled_ms = (double)(b->throttled_ns - a->throttled_ns) / 1e6,
+		.usage_ms = (double)(b->usage_ns - a->usage_ns) / 1e6,
+		.steal_pct = tot ? 100.0 * (double)(b->cpu.steal - a->cpu.steal) / (double)tot : 0,
+	};
+	/* clamped: a period can count as throttled more than once */
+	w.throttled = w.periods ? fmin(100, 100 * w.nr_throttled / w.periods) : 0;
+	w.allowed_ms = w.ms * (double)cfg.quota_ns / (double)cfg.period_ns;
+	w.efficiency = w.usage_ms / w.allowed_ms;
+	return w;
+}
+
+/* one window, sampled once per period for --csv */
+static int measure_window(int repeat, double seconds, struct window *w)
+{
+	struct sample first, prev, cur;
+
+	if (take_sample(&first) < 0)
+		return -1;
+	prev = first;
+	int64_t end = first.t + (int64_t)(seconds * 1e9);
+	for (int64_t next = first.t + cfg.period_ns; prev.t < end; next += cfg.period_ns) {
+		kr_sleep_until_ns(next < end ? next : end);
+		if (take_sample(&cur) < 0)
+			return -1;
+		struct window d = window_of(&prev, &cur);
+		kr_csv_row("%d,%.3f,%.3f,%.0f,%.0f,%.3f,%.3f,%.1f", repeat,
+			   (double)(cur.t - first.t) / 1e6, d.ms, d.periods, d.nr_throttled,
+			   d.throttled_ms, d.usage_ms, d.steal_pct);
+		prev = cur;
+	}
+	*w = window_of(&first, &prev);
 	return 0;
 }
 
 static int run(const struct kr_opts *o)
 {
 	struct kr_cgroups cg;
-	cpu_set_t cpus;
-	char path[400], cpubuf[256];
-	int cpu_list[CPU_SETSIZE], ncpus = 0, r;
+	cpu_set_t cpus = o->cpus;
+	char buf[256];
+	int cpu_list[CPU_SETSIZE], ncpus = 0, nwin = 0, nconc = 0, npass, nfail, r;
 	bool wk = cfg.workload == 1 || (o->trigger && cfg.workload < 0); /* workers shape */
 
 	/* requirements first, nothing changed yet */
@@ -438,10 +333,6 @@ static int run(const struct kr_opts *o)
 	grp.v2 = cg.v2[0] && cg.v2_cpu;
 	if (!grp.v2 && !cg.v1_cpu[0])
 		return kr_skip(125, "no cpu controller in cgroup v1 or v2");
-	snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", cg.v1_cpu);
-	if (!grp.v2 && access(path, F_OK) < 0)
-		return kr_skip(125, "needs CONFIG_CFS_BANDWIDTH (no %s)", path);
-	cpus = o->cpus;
 	if (!o->cpus_set)
 		kr_usable_cpus(&cpus); /* affinity (cpusets) x online */
 	for (int c = 0; c < CPU_SETSIZE; c++)
@@ -457,13 +348,9 @@ static int run(const struct kr_opts *o)
 	if (cfg.warmup_ns < 2 * cfg.period_ns) /* a window in the first periods overstates usage */
 		cfg.warmup_ns = 2 * cfg.period_ns;
 	long slice = cfg.slice_us > 0 ? cfg.slice_us : o->trigger ? TRIGGER_SLICE_US : -1;
-	double quota_cpu = (double)cfg.quota_ns / (double)cfg.period_ns;
 	if (cfg.fast + cfg.slow < 1 || cfg.fast + cfg.slow > MAX_THREADS)
 		return kr_error("--fast + --threads must be 1-%d (is %ld)", MAX_THREADS,
 				cfg.fast + cfg.slow);
-	if (cfg.quota_ns > cfg.period_ns * ncpus)
-		kr_warn("quota %.1f ms exceeds period x CPUs: the group cannot be throttled",
-			(double)cfg.quota_ns / 1e6);
 
 	kr_env_standard((const char *const[]){ "sysctl:kernel.sched_cfs_bandwidth_slice_us",
 					       "config:CONFIG_CFS_BANDWIDTH", "config:CONFIG_HZ",
@@ -473,10 +360,10 @@ static int run(const struct kr_opts *o)
 	kr_param("threads", "%ld", cfg.slow);
 	kr_param(cfg.iterations ? "iterations" : "burst_cpu_us", "%ld",
 		 cfg.iterations ? cfg.iterations : WORKER_BURST_NS / 1000);
-	kr_param("cpus", "%s", kr_format_cpulist(&cpus, cpubuf, sizeof(cpubuf)));
-	kr_param("quota_us", "%lld", (long long)(cfg.quota_ns / 1000));
-	kr_param("period_us", "%lld", (long long)(cfg.period_ns / 1000));
-	kr_param("burst_us", "%lld", (long long)(cfg.burst_ns / 1000));
+	kr_param("cpus", "%s", kr_format_cpulist(&cpus, buf, sizeof(buf)));
+	kr_param("quota_us", "%ld", (long)(cfg.quota_ns / 1000));
+	kr_param("period_us", "%ld", (long)(cfg.period_ns / 1000));
+	kr_param("burst_us", "%ld", (long)(cfg.burst_ns / 1000));
 	kr_param("warmup_ms", "%.0f", (double)cfg.warmup_ns / 1e6);
 	kr_param("window_s", "%g", o->duration_s);
 	kr_param("repeat", "%d", o->repeat);
@@ -486,77 +373,47 @@ static int run(const struct kr_opts *o)
 
 	if ((r = setup_group(&cg)))
 		return r;
-	uint64_t slice_now;
-	if (kr_read_u64(SLICE_SYSCTL, &slice_now) < 0)
-		return kr_error("cannot read %s: %s", SLICE_SYSCTL, strerror(errno));
-	if (slice > 0) {
-		snprintf(path, sizeof(path), "%ld", slice);
-		if (kr_journal_write(SLICE_SYSCTL, path) < 0)
+	if (slice > 0) { /* the header shows the old value */
+		snprintf(buf, sizeof(buf), "%ld", slice);
+		if (kr_journal_write(SLICE_SYSCTL, buf) < 0)
 			return kr_error("cannot set %s: %s", SLICE_SYSCTL, strerror(errno));
-		kr_say("kernel.sched_cfs_bandwidth_slice_us: %llu -> %ld (restored after)",
-		       (unsigned long long)slice_now, slice);
+		kr_param("slice_us", "%ld", slice);
 	}
-	kr_param("slice_us", "%lld", slice > 0 ? (long long)slice : (long long)slice_now);
 	if ((r = start_workers(cpu_list, ncpus)))
 		return r;
-
 	kr_csv_open("repeat,t_ms,interval_ms,nr_periods,nr_throttled,throttled_ms,usage_ms,"
 		    "steal_pct");
-	kr_progress("warm-up %.0f ms, then %d window(s) of %g s", (double)cfg.warmup_ns / 1e6,
-		    o->repeat, o->duration_s);
 	kr_sleep_ns(cfg.warmup_ns);
-
-	kr_say("cgroup %s %s%s", grp.v2 ? "v2" : "v1", grp.cpu, attach_to[1] ? " (+cpuacct)" : "");
-	if (grp.v2)
-		kr_say("(threaded: the workload threads only, the sampler outside)");
-	kr_say("quota %.2f ms per %.2f ms period = %.2f CPU; %ld fast + %ld slow",
-	       (double)cfg.quota_ns / 1e6, (double)cfg.period_ns / 1e6, quota_cpu, cfg.fast,
-	       cfg.slow);
+	kr_say("cgroup %s %s", grp.v2 ? "v2" : "v1", grp.cpu);
 	kr_say("\nwindow periods throttled thr.time   usage allowed effic. steal\n"
 	       "            #         %%       ms      ms      ms              %%");
 
-	/* windows: one with steal above the limit does not count and is retried. The
-	 * figures of the conclusive ones, from index 0 (the first window's if none is) */
-	enum kr_verdict votes[100 + MAX_STEAL_RETRIES];
-	double thr[100 + MAX_STEAL_RETRIES], eff[100 + MAX_STEAL_RETRIES];
-	int nwin = 0, nconc = 0;
-	while (nconc < o->repeat && nwin < o->repeat + MAX_STEAL_RETRIES) {
-		struct window w;
+	/* a window with steal above the limit does not count and is retried; the figures:
+	 * the mean of the conclusive ones (the last window's if none is) */
+	enum kr_verdict votes[100 + MAX_RETRIES], v;
+	double throttled = 0, efficiency = 0;
+	struct window w = { 0 };
+	while (nconc < o->repeat && nwin < o->repeat + MAX_RETRIES) {
 		if (measure_window(nwin + 1, o->duration_s, &w) < 0)
-			return kr_error("cannot read the group's counters: %s", strerror(errno));
-		enum kr_verdict v = window_verdict(w.throttled, w.efficiency, w.steal_pct,
+			return kr_error("cannot read the counters: %s", strerror(errno));
+		v = votes[nwin++] = window_verdict(w.throttled, w.efficiency, w.steal_pct,
 						   o->threshold, cfg.max_efficiency);
-		votes[nwin++] = v;
-		kr_say("%6d %7llu %9.1f %8.1f %7.1f %7.1f %6.3f %6.1f%s", nwin,
-		       (unsigned long long)w.periods, w.throttled, w.throttled_ms, w.usage_ms,
-		       w.allowed_ms, w.efficiency, w.steal_pct, v == KR_SKIP ? " steal" : "");
-		if (v != KR_SKIP || nwin == 1) {
-			thr[nconc] = w.throttled;
-			eff[nconc] = w.efficiency;
-		}
+		kr_say("%6d %7.0f %9.1f %8.1f %7.1f %7.1f %6.3f %6.1f%s", nwin, w.periods,
+		       w.throttled, w.throttled_ms, w.usage_ms, w.allowed_ms, w.efficiency,
+		       w.steal_pct, v == KR_SKIP ? " steal" : "");
+		throttled += v != KR_SKIP ? w.throttled : 0;
+		efficiency += v != KR_SKIP ? w.efficiency : 0;
 		nconc += v != KR_SKIP;
 	}
 	atomic_store(&stop, true);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(threads[i], NULL);
-
-	double throttled = nconc ? median(thr, nconc) : thr[0];
-	double efficiency = nconc ? median(eff, nconc) : eff[0];
-	double run_s = (double)cfg.warmup_ns / 1e9 + nwin * o->duration_s;
-	kr_say("\nusage %.2f CPU of %.2f CPU allowed; throttled in %.1f%% of periods",
-	       efficiency * quota_cpu, quota_cpu, throttled);
-	kr_say("iterations: fast %.3g/s, slow bursts %.3g/s (whole run)",
-	       (double)fast_iterations / run_s, (double)slow_bursts / run_s);
+	throttled = nconc ? throttled / nconc : w.throttled;
+	efficiency = nconc ? efficiency / nconc : w.efficiency;
 	kr_measure("throttled_pct", throttled);
 	kr_measure("efficiency", efficiency);
-	kr_measure("usage_cpu", efficiency * quota_cpu);
-	kr_measure("windows", nwin);
-	kr_measure("windows_conclusive", nconc);
-	kr_measure("fast_iterations", (double)fast_iterations);
-	kr_measure("slow_bursts", (double)slow_bursts);
 
-	int npass, nfail;
-	enum kr_verdict v = kr_vote(votes, nwin, &npass, &nfail);
+	v = kr_vote(votes, nwin, &npass, &nfail);
 	if (!nconc)
 		return kr_inconclusive(throttled, "steal above %.0f%% of CPU time in all %d windows",
 				       STEAL_LIMIT_PCT, nwin);
@@ -571,8 +428,6 @@ static int run(const struct kr_opts *o)
 	return kr_verdict(v, throttled, "efficiency=%.3f (limit %.2f)", efficiency,
 			  cfg.max_efficiency);
 }
-
-/* ---- options ---- */
 
 static int parse(int index, const char *arg)
 {
@@ -597,7 +452,7 @@ static int parse(int index, const char *arg)
 
 static int validate(const struct kr_opts *o)
 {
-	if (cfg.quota_ns > 0 && cfg.period_ns > 0 && cfg.burst_ns > cfg.quota_ns)
+	if (cfg.quota_ns > 0 && cfg.burst_ns > cfg.quota_ns)
 		return kr_usage_error("--burst: must not exceed --quota");
 	if (cfg.period_ns > 0 && o->duration_s * 1e9 < (double)cfg.period_ns)
 		return kr_usage_error("--duration: must be at least one --period");
@@ -621,18 +476,10 @@ static const struct kr_prog prog = {
 		"and runs the workers shape: a fixed kernel FAILs too.",
 	.example = "git bisect run ./build/fibtest/fibtest --quiet",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPUS | KR_OPT_TRIGGER | KR_OPT_REPEAT,
-	.metric = "throttled",
-	.unit = "%",
-	.threshold = 20,
-	.threshold_max = 100,
+	.metric = "throttled", .unit = "%", .threshold = 20, .threshold_max = 100,
 	.rule = "FAIL when throttled >= threshold % of periods and efficiency <= 0.90",
-	.duration_s = 1,
-	.duration_max_s = 30,
-	.repeat = 1,
-	.options = options,
-	.parse = parse,
-	.validate = validate,
-	.run = run,
+	.duration_s = 1, .duration_max_s = 30, .repeat = 1,
+	.options = options, .parse = parse, .validate = validate, .run = run,
 };
 
 int main(int argc, char **argv)
