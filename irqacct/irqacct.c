@@ -214,14 +214,12 @@ static int measure(struct phase *ph, double seconds)
 	s.backlog = (run_ns(backlog_tid) - n0) / 1e6 / wall;
 	s.pps_sent = (double)(n_sent - tx0) / wall;
 	s.pps_received = (double)(n_received - rx0) / wall;
-	char row[512];
-	int n = snprintf(row, sizeof(row), "%s,%ld,%d,%.4f", s.name, s.rate, s.probe, wall);
-	for (int i = 0; i < IA_NV; i++) {
-		n += snprintf(row + n, sizeof(row) - (size_t)n, ",%.3f", s.v[i]);
+	kr_csv_row("%s,%ld,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f",
+		   s.name, s.rate, s.probe, wall, s.v[0], s.v[1], s.v[2], s.v[3], s.v[4], s.v[5],
+		   s.v[6], s.v[7], s.v[8], s.v[9], s.v[10], s.v[11], s.v[12]);
+	for (int i = 0; i < IA_NV; i++)
 		ph->v[i] = (ph->v[i] * ph->wall_s + s.v[i] * wall) / (ph->wall_s + wall);
-	}
 	ph->wall_s += wall;
-	kr_csv_row("%s", row);
 	return 0;
 }
 
@@ -324,11 +322,11 @@ static int report(const struct kr_opts *o, int rejected, int irqta, bool noirqti
 		if (o->repeat > 1)
 			kr_say("repeat %d:", r + 1);
 		for (int i = 0; i < (backlog_tid ? 6 : 5); i++) /* ksoftirqd, backlog_napi: /N */
-			kr_say("  %-17s%7.1f  %7.1f  %7.1f", rows[i], b->v[i], t->v[i],
+			kr_say("  %-18s%7.1f  %7.1f  %7.1f", rows[i], b->v[i], t->v[i],
 			       t->v[i] - b->v[i]);
-		kr_say("  CPU+delay+steal  %7.1f  %7.1f", b->cpu + b->delay + b->steal,
+		kr_say("  CPU+delay+steal   %7.1f  %7.1f", b->cpu + b->delay + b->steal,
 		       t->cpu + t->delay + t->steal);
-		kr_say("  packets/s        %7.0f  %7.0f  (received %.0f)", b->pps_sent,
+		kr_say("  packets/s         %7.0f  %7.0f  (received %.0f)", b->pps_sent,
 		       t->pps_sent, t->pps_received);
 		kr_say("  hidden = (CPU-(1000-lost)) / (lost-delay-steal)");
 		kr_say("         = %.1f / %.1f = %.2f", hidden * lost, lost, hidden);
@@ -569,7 +567,6 @@ static const struct kr_prog prog = {
 	.example = "irqacct --rate 60000 --format json",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
 	.metric = "hidden",
-	.unit = "",
 	.threshold = 0.7,
 	.threshold_min = 0.35,
 	.threshold_max = 1.0,
