@@ -42,8 +42,8 @@ static int64_t opt_gap_ns = 1000;		      /* a clock step above this is lost time
  * defer softirqs to a runnable ksoftirqd, as it stays behind the probe; at FIFO it is not. */
 static bool opt_ksoftirqd_fifo = true;
 
-/* NET_RX ran in a thread of the victim CPU (thread_ms) more than on irq exit (lost_ms): the
- * probe then lost only the hardirq side (IPIs, wakeups), charged on any kernel */
+/* NET_RX ran more in a thread (thread_ms) than on irq exit (lost_ms): the probe then lost
+ * only the hardirq side (IPIs, wakeups), charged on any kernel */
 static bool net_rx_in_thread(double thread_ms, double lost_ms)
 {
 	return isfinite(thread_ms) && thread_ms > 5.0 && !(lost_ms >= thread_ms);
@@ -63,7 +63,7 @@ static enum kr_verdict irqacct_rule(double hidden, double lost_ms, double delay_
 	return hidden < IA_PASS_BELOW ? KR_PASS : KR_SKIP;
 }
 
-/* A verdict that contradicts CONFIG_IRQ_TIME_ACCOUNTING (irqta: 1 set, 0 not, -1 unknown). */
+/* a verdict against CONFIG_IRQ_TIME_ACCOUNTING (irqta: 1 set, 0 not, -1 unknown) */
 static bool config_disagrees(enum kr_verdict v, int irqta)
 {
 	return irqta >= 0 && ((v == KR_FAIL && irqta) || (v == KR_PASS && !irqta));
@@ -178,8 +178,7 @@ static double run_ns(pid_t tid)
 	return tid > 0 && kr_read_schedstat(tid, 0, &s) == 0 ? (double)s.run_ns : NAN;
 }
 
-/* One interval of phase ph (its rate, probe or not), one CSV row; ph becomes the mean of its
- * intervals weighted by wall time. */
+/* one interval of phase ph, one CSV row; ph: the mean of its intervals by wall time */
 static int measure(struct phase *ph, double seconds)
 {
 	static struct kr_cpu_times per0[KR_MAX_CPUS], per1[KR_MAX_CPUS];
@@ -255,8 +254,8 @@ static double busiest_thread(const struct phase *b, const struct phase *t, bool 
 	return *backlog ? n : k;
 }
 
-/* Two namespaces joined by a veth pair, held by our fds only: nothing outlives us.
- * Returns 0 or the exit code: a missing veth or RPS is the kernel's (SKIP), else ERROR. */
+/* two namespaces and a veth pair, held by our fds only; 0 or the exit code: a missing
+ * veth or RPS is the kernel's (SKIP), else ERROR */
 static int setup_network(int *tx_sock, int *rx_sock)
 {
 	char a[16], b[16], rps[96], mask[KR_CPUMASK_LEN];
@@ -308,8 +307,7 @@ static int report(const struct kr_opts *o, int rejected, int irqta, bool noirqti
 	double hidden = NAN, lost = NAN, delay = NAN, thread = NAN;
 	bool in_backlog = false; /* after the loop: the last repeat's */
 
-	kr_say("pairs measured again (run delay > %.0f, baseline > %.0f ms/s): %d",
-	       IA_MAX_DELAY_MS, IA_MAX_BASE_MS, rejected);
+	kr_say("pairs measured again (run delay > 25, baseline > 100 ms/s): %d", rejected);
 	kr_say("ms per second      baseline    busy   (busy-baseline)");
 	for (int r = 0; r < o->repeat; r++) {
 		const struct phase *b = &base[r], *t = &busy[r];
@@ -333,8 +331,7 @@ static int report(const struct kr_opts *o, int rejected, int irqta, bool noirqti
 	}
 	const struct phase *b = &base[o->repeat - 1], *t = &busy[o->repeat - 1]; /* the run's */
 
-	/* /proc/stat against the time really lost; idle-low has no probe: the loss of busy-low
-	 * at the same rate stands for its softirq time */
+	/* /proc/stat against the time really lost; for idle-low (no probe) busy-low's loss */
 	double low_lost = irq_lost(&low) - irq_lost(b), tick = 1000.0 / (double)kr_user_hz();
 	double r_busy = (t->st_softirq - b->st_softirq) / lost, r_idle = idle.st_softirq / low_lost;
 	bool idle_ok = idle.st_user + idle.st_system <= IA_MAX_TASKS_MS;
@@ -363,17 +360,14 @@ static int report(const struct kr_opts *o, int rejected, int irqta, bool noirqti
 		kr_measure(key, shown[i / IA_NV]->v[i % IA_NV]);
 	}
 
-	/* the verdict against the config; tsc=noirqtime keeps irq time accounting off at run
-	 * time: a FAIL is then right */
+	/* tsc=noirqtime keeps irq time accounting off at run time: a FAIL is then right */
 	int npass, nfail;
 	enum kr_verdict v = kr_vote(votes, o->repeat, &npass, &nfail);
 	bool disagree = config_disagrees(v, irqta == 1 && noirqtime ? 0 : irqta);
 	kr_measure("config_disagrees", disagree);
 	if (disagree) {
-		kr_say("!!! THE VERDICT DISAGREES WITH THE KERNEL CONFIG !!!");
-		kr_say("!!! %s", v == KR_FAIL ? "irq time charged, option set: irqtime off "
-		       "(unstable TSC)?" : "irq time not charged, option not set: "
-		       "VIRT_CPU_ACCOUNTING?");
+		kr_say("!!! THE VERDICT DISAGREES WITH THE CONFIG: %s", v == KR_FAIL ?
+		       "irqtime off (unstable TSC)?" : "VIRT_CPU_ACCOUNTING?");
 		kr_warn("the verdict disagrees with CONFIG_IRQ_TIME_ACCOUNTING");
 	}
 	if (v != KR_SKIP) /* the config on the verdict line, marked when it contradicts */
@@ -435,8 +429,7 @@ static int run(const struct kr_opts *o)
 		 *kr_cpu_isolation(victim_cpu, buf, sizeof(buf)) ? " " : "", buf);
 	kr_param("traffic_cpu", "%d", other_cpu);
 	kr_param("rate", "%ld pps, idle %ld pps (Poisson)", opt_rate, opt_idle_rate);
-	kr_param("gap", "%lld ns", (long long)opt_gap_ns);
-	kr_param("min_lost", "%.0f ms/s", opt_min_lost);
+	kr_param("gap", "%lld ns, min_lost %.0f ms/s", (long long)opt_gap_ns, opt_min_lost);
 	kr_param("repeat", "%d", n);
 	kr_param("seed", "%llu", seed);
 	/* only the causes this kernel can have: with the option, the run-time switch */
