@@ -146,8 +146,6 @@ static int rs_validate(const struct kr_opts *o)
 	return 0;
 }
 
-/* ---- the lab ---- */
-
 struct lab {
 	int ns_c, ns_s;			/* client and server namespaces */
 	char if_c[16], if_s[16];
@@ -275,8 +273,6 @@ static int lab_build(struct lab *lab)
 	return 0;
 }
 
-/* ---- one repeat ---- */
-
 /* the echo server: returns every datagram waiting on fd to its sender */
 static void echo(int fd)
 {
@@ -381,8 +377,8 @@ struct result {
 		int polls, runnable;	/* polls of the thread's state during the window */
 		uint64_t ran;		/* schedstat timeslices during the window */
 		double waited_ms;	/* schedstat run_delay growth until the repeat's end */
+		bool woken;		/* runnable under the burner, ran or waited */
 	} bh[MAX_BH];
-	bool woken[MAX_BH];		/* runnable under the burner, ran or waited */
 	bool provoked;			/* a bottom-half thread was woken in the window */
 	uint64_t softnet[3];		/* victim CPU deltas over the repeat */
 	long burst_sent;
@@ -455,20 +451,17 @@ static int measure(struct lab *lab, const struct kr_opts *o, int rep, struct res
 	/* watch the bottom-half threads while the burner owns the CPU; the last look is
 	 * taken before it ends, so "ran in the window" means while it ran */
 	while (kr_now_ns() < b.deadline - 2 * MS) {
-		for (int i = 0; i < lab->nbh; i++) {
-			if (kr_read_taskstat(lab->bh[i], &ts) == 0) {
-				res->bh[i].polls++;
-				res->bh[i].runnable += ts.state == 'R';
-			}
-		}
+		for (int i = 0; i < lab->nbh; i++)
+			if (kr_read_taskstat(lab->bh[i], &ts) == 0)
+				res->bh[i].polls++, res->bh[i].runnable += ts.state == 'R';
 		kr_sleep_ns(1 * MS);
 	}
 	for (int i = 0; i < lab->nbh; i++) {
 		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss1);
 		res->bh[i].ran = ss1.slices - ss0[i].slices;
-		res->woken[i] = res->bh[i].runnable || res->bh[i].ran ||
+		res->bh[i].woken = res->bh[i].runnable || res->bh[i].ran ||
 				ss1.wait_ns - ss0[i].wait_ns >= 1 * MS;
-		res->provoked |= res->woken[i];
+		res->provoked |= res->bh[i].woken;
 	}
 	pthread_join(bt, NULL);
 	softnet_read(lab->victim, sn1);
@@ -504,8 +497,6 @@ static int measure(struct lab *lab, const struct kr_opts *o, int rep, struct res
 	free(c.p);
 	return 0;
 }
-
-/* ---- the run and its report ---- */
 
 static int rs_run(const struct kr_opts *o)
 {
@@ -592,30 +583,31 @@ static int rs_run(const struct kr_opts *o)
 	int64_t budget_end = kr_now_ns() + (int64_t)(2.2 * o->repeat * (double)(dur + 100 * MS));
 	double out_p50 = NAN;
 	kr_say("%s", "");
-	kr_say("RTT ms         p50      p99      max lost/sent");
+	kr_say("RTT ms        p50      p99      max lost/sent");
 	while (nconcl < o->repeat && tries < 2 * o->repeat + 1 &&
 	       (tries < o->repeat || kr_now_ns() + dur + 350 * MS <= budget_end)) {
 		kr_progress("window %d (%d of %d counted)", ++tries, nconcl, o->repeat);
 		if ((r = measure(&lab, o, tries, &x)))
 			return r;
-		kr_say("rep %-3d out %8.3f %8.3f %8.3f %4d/%d", tries, x.out.p50, x.out.p99,
+		kr_say("rep %-2d out %8.3f %8.3f %8.3f %4d/%d", tries, x.out.p50, x.out.p99,
 		       x.out.max, x.out.sent - x.out.got, x.out.sent);
-		kr_say("        in  %8.3f %8.3f %8.3f %4d/%d", x.in.p50, x.in.p99, x.in.max,
+		kr_say("       in  %8.3f %8.3f %8.3f %4d/%d", x.in.p50, x.in.p99, x.in.max,
 		       x.in.sent - x.in.got, x.in.sent);
 		for (int i = 0; i < lab.nbh; i++)
-			kr_say("        %s: %s, R %d/%d polls, ran %llu, waited %.0f ms",
-			       lab.bh_name[i], x.woken[i] ? "woken" : "not woken", x.bh[i].runnable,
+			kr_say("       %s: %s, R %d/%d polls, ran %llu, waited %.0f ms",
+			       lab.bh_name[i], x.bh[i].woken ? "woken" : "not woken", x.bh[i].runnable,
 			       x.bh[i].polls, (unsigned long long)x.bh[i].ran, x.bh[i].waited_ms);
-		kr_say("        CPU %d NET_RX: %llu skbs, %llu dropped, %llu squeezed%s", lab.victim,
+		kr_say("       NET_RX: %llu skbs, %llu dropped, %llu squeezed%s",
 		       (unsigned long long)x.softnet[0], (unsigned long long)x.softnet[1],
-		       (unsigned long long)x.softnet[2], x.burst_stop ? kr_strf("; burst %ld/%.1fms%s",
-		       x.burst_sent, x.burst_ms, x.burst_stop) : "");
+		       (unsigned long long)x.softnet[2],
+		       x.burst_stop ? kr_strf("; burst %ld/%.1fms%s", x.burst_sent, x.burst_ms,
+					      x.burst_stop) : "");
 		if (!x.provoked)
-			kr_say("        not provoked (no deferral): not counted");
+			kr_say("       not provoked (no deferral): not counted");
 		else if (x.v == KR_SKIP)
-			kr_say("        too few echoes: not counted");
+			kr_say("       too few echoes: not counted");
 		else if (x.v == KR_FAIL && x.in.got < x.in.sent && x.softnet[1] > 0)
-			kr_say("        %d probes lost to the full backlog: starved",
+			kr_say("       %d probes lost to the full backlog: starved",
 			       x.in.sent - x.in.got);
 		nprovoked += x.provoked;
 		out_p50 = fmax(out_p50, x.out.p50); /* NAN: the other */
@@ -651,8 +643,8 @@ static int rs_run(const struct kr_opts *o)
 		return kr_inconclusive(med, "windows disagree: %d pass, %d fail", npass, nfail);
 	if (nconcl < 2 && o->repeat >= 2)
 		return kr_inconclusive(med, "%d of %d windows counted, need 2", nconcl, tries);
-	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s woken=%d/%d", out_p50, path,
-			  nprovoked, tries);
+	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s%s", out_p50, path,
+			  opt_napi ? "" : kr_strf(" woken=%d/%d", nprovoked, tries));
 }
 
 static const struct kr_prog prog = {
