@@ -3,31 +3,24 @@
  * Description: an RT task on the packet-processing CPU starves the network bottom half.
  *
  * A hard interrupt only queues work; the NET_RX softirq (the bottom half) processes the
- * packets at irq exit, or, when the softirq is deferred, in ksoftirqd/N, a SCHED_OTHER
- * kthread of the same CPU. Threaded NAPI moves the whole bottom half of a device into a
- * SCHED_OTHER kthread, napi/DEV-N. A SCHED_FIFO task busy on that CPU outranks both, so
- * the packets wait until it sleeps (Nutanix, 3.10 -> 5.10: 90 ms stalls on a storage VM).
+ * packets at irq exit or, once deferred, in ksoftirqd/N; threaded NAPI runs a device's
+ * bottom half in napi/DEV-N. Both kthreads are SCHED_OTHER: a SCHED_FIFO task busy on
+ * that CPU holds the packets until it sleeps (Nutanix, 3.10 -> 5.10: 90 ms stalls).
+ * "softirq: Let ksoftirqd do its job" (4cd13c21b207, v4.9) made every softirq wait for
+ * ksoftirqd once it was woken; its revert (d15121be7485, v6.5) runs them inline at irq
+ * exit again. Threaded NAPI starves on every kernel that has it.
  *
- * Whether softirqs are deferred changed across versions: "softirq: Let ksoftirqd do its job"
- * (4cd13c21b207, v4.9) made every softirq wait for ksoftirqd once it had been woken; it was
- * reverted in v6.5 (d15121be7485), since when softirqs run inline at irq exit again even
- * with ksoftirqd starved. Threaded NAPI starves on every kernel that has it.
- *
- * The lab: two anonymous network namespaces joined by a veth pair. A client sends a small
- * UDP probe with its send time every few ms; an echo server returns it; both run on a CPU
- * other than the victim CPU. The bottom half of the server's veth is steered to the victim
- * CPU: --path ksoftirqd by RPS (plus a burst of UDP GSO packets at the start of the window,
- * big enough to exhaust the softirq budget so that ksoftirqd gets woken), --path napi by
- * threaded NAPI with the napi kthread pinned to the victim CPU. In the middle of each repeat
- * a SCHED_FIFO busy loop owns the victim CPU for a bounded window. The verdict compares the
- * round-trip times of probes sent inside the window with those sent outside it.
+ * The lab: a veth pair between two network namespaces; a client on another CPU sends a UDP
+ * probe every few ms to an echo server. The server veth's bottom half runs on the victim
+ * CPU: --path ksoftirqd by RPS (plus a burst that makes the softirq wake ksoftirqd),
+ * --path napi by threaded NAPI. A bounded SCHED_FIFO loop owns the victim in the middle
+ * of each repeat; round trips of probes sent in that window are compared with the rest.
  */
 #include "krepro.h"
 
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
 #include <poll.h>
@@ -46,87 +39,59 @@
 #define ADDR_SERVER "10.201.0.2"
 #define PORT_ECHO 7007
 #define PORT_SINK 7009
-#define PROBE_MAGIC 0x6b727274u /* "krrt" */
-#define MAX_BH_THREADS 16
-#define RS_MAX_ATTEMPTS 201 /* windows tried: 2 x --repeat (<= 100) + 1 */
-#define GSO_SEGMENT 1400
-#define GSO_SEGMENTS 44 /* 44 x 1400 bytes: one 61.6 KB datagram, segmented on receive */
-/* The burst goes to the limited broadcast address, where SINK_FANOUT sockets listen: the victim's
- * softirq clones and segments every datagram FANOUT times, so it cannot keep up with one
- * sender even when the sender is as slow as the receiver (TCG), and its backlog grows. */
-#define SINK_FANOUT 8
-#define ADDR_BURST "255.255.255.255"
+#define MAX_BH 16
+#define MAX_COUNTED 100 /* --repeat */
+#define SEG 1400
+#define NSEG 44 /* 44 x 1400 bytes: one 61.6 KB datagram, segmented on receive */
+/* the burst's FANOUT receivers: the victim segments each datagram FANOUT times, so it
+ * falls behind even a sender as slow as itself (TCG) */
+#define FANOUT 8
 
-enum rs_path { PATH_KSOFTIRQD, PATH_NAPI };
-
-/* program options (beyond the shared ones) */
-static enum rs_path opt_path = PATH_KSOFTIRQD;
-static int64_t opt_window = 500 * MS;
-static int64_t opt_interval = 5 * MS;
-static long opt_prio = 50;
+static bool opt_napi;
+static int64_t opt_window = 500 * MS, opt_interval = 5 * MS;
+static long opt_prio = 50, opt_burst = 1000;
 static double opt_ratio = 10.0;
-static long opt_burst = 1000; /* at most this many GSO datagrams (ksoftirqd path) */
 
 /* ---- the verdict rule and the statistics it reads (pure; unit-tested) ---- */
 
-struct rtt_summary {
-	int sent, got;		     /* probes sent in this phase, echoes received */
-	double min, p50, p99, max;   /* ms, NAN without samples */
-	double over50;		     /* share of received probes with RTT > 50 ms, % */
+struct rtt {
+	int sent, got;		/* probes sent in this phase, echoes received */
+	double p50, p99, max;	/* ms, NAN without samples */
 };
 
-/* Where a probe sent at time `sent` belongs. The burner runs from ws to we; probes count
- * as in the window from in_start (ws, or on the ksoftirqd path the end of the burst plus
- * a guard: they must not merely queue behind the burst). Probes sent within guard of
- * either edge, and during the burst, are left out of both sides. */
-enum rs_phase { PHASE_OUT, PHASE_GUARD, PHASE_IN };
+/* Where a probe sent at `sent` belongs. The burner runs from ws to we; probes count as in
+ * the window from in_start (ws, or on the ksoftirqd path the burst's end plus guard: they
+ * must not merely queue behind the burst); those within guard of either edge are left out. */
+enum phase { PHASE_OUT, PHASE_GUARD, PHASE_IN };
 
-static enum rs_phase probe_phase(int64_t sent, int64_t rtt, int64_t ws, int64_t in_start,
-				 int64_t we, int64_t guard)
+static enum phase probe_phase(int64_t sent, int64_t rtt, int64_t ws, int64_t in_start,
+			      int64_t we, int64_t guard)
 {
 	if (sent >= in_start && sent < we)
 		return PHASE_IN;
 	if (sent >= ws - guard && sent < we + guard)
 		return PHASE_GUARD;
-	/* still outstanding when the burner started (a host stall under a VM delays it): its
-	 * echo waited for the burner too and must not inflate the out-of-window baseline */
+	/* outstanding when the burner started (a VM's host stall): not a baseline probe */
 	if (sent < ws && (rtt < 0 || sent + rtt > ws))
 		return PHASE_GUARD;
 	return PHASE_OUT;
 }
 
 /* rtt: received round trips in ms (sorted in place); sent: probes sent, received or not */
-static void rtt_summarize(double *rtt, int got, int sent, struct rtt_summary *s)
+static void rtt_summarize(double *rtt, int got, int sent, struct rtt *s)
 {
 	struct kr_stats st;
-	int over = 0;
 
-	s->sent = sent;
-	s->got = got;
-	s->min = s->p50 = s->p99 = s->max = s->over50 = NAN;
-	if (got <= 0)
-		return;
 	kr_stats(rtt, (size_t)got, &st);
-	for (int i = 0; i < got; i++)
-		over += rtt[i] > 50.0;
-	s->min = st.min;
-	s->max = st.max;
-	s->p50 = kr_percentile(rtt, (size_t)got, 50);
-	s->p99 = kr_percentile(rtt, (size_t)got, 99);
-	s->over50 = 100.0 * over / got;
+	*s = (struct rtt){ sent, got, st.median, kr_percentile(rtt, (size_t)got, 99), st.max };
 }
 
-/* One window: FAIL when the median in-window round trip exceeds both limit_ms and ratio
- * times the out-of-window median. Medians: a starved bottom half delays every probe of the
- * window (the median is about half the window), while a host stall under a VM delays a few
- * probes on either side by tens of ms (seen: out-of-window p99 59 ms under TCG), which a
- * max or p99 would read as starvation or as a noisy baseline. A window says nothing
- * (SKIP) when the bottom-half thread was never woken in it (not provoked: the deferral
- * did not happen, the path was not tested), or when either side has too few echoes (fewer than half the in-window probes came back,
- * or under 10 outside). In-window probes lost while the victim CPU dropped packets count
- * as starved: its backlog overflowed because nothing drained it (old kernels, whose veth
- * segments the burst on the sender side, fill netdev_max_backlog that way). */
-static enum kr_verdict rt_starve_rule(const struct rtt_summary *in, const struct rtt_summary *out,
+/* One window: FAIL when the in-window median exceeds limit_ms and ratio x the outside
+ * one. Medians: starvation delays every probe of the window, a VM's host stall a few on
+ * either side (out-of-window p99 59 ms under TCG). SKIP when the bottom-half thread was
+ * never woken or too few echoes came back (under half inside, 10 outside). In-window
+ * probes lost while the victim dropped packets are starved: nothing drained its backlog. */
+static enum kr_verdict rt_starve_rule(const struct rtt *in, const struct rtt *out,
 				      double limit_ms, double ratio, bool provoked, bool dropped)
 {
 	if (!provoked || in->sent <= 0 || out->got < 10 || !isfinite(out->p50))
@@ -137,8 +102,6 @@ static enum kr_verdict rt_starve_rule(const struct rtt_summary *in, const struct
 		return KR_SKIP;
 	return in->p50 > limit_ms && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
-
-/* ---- option parsing ---- */
 
 static const struct kr_option rs_options[] = {
 	{ "path", "ksoftirqd|napi", "bottom half on the victim CPU (default ksoftirqd)" },
@@ -158,7 +121,7 @@ static int rs_parse(int index, const char *arg)
 	case 0:
 		if ((i = kr_parse_choice("--path", arg, "ksoftirqd|napi")) < 0)
 			return -1;
-		opt_path = (enum rs_path)i;
+		opt_napi = i == 1;
 		return 0;
 	case 1:
 		return kr_parse_duration_ns("--window", arg, "ms", 50 * MS, 900 * MS, &opt_window);
@@ -168,16 +131,13 @@ static int rs_parse(int index, const char *arg)
 		return kr_parse_long("--prio", arg, 1, 98, &opt_prio);
 	case 4:
 		return kr_parse_double("--ratio", arg, 1, 1e6, &opt_ratio);
-	case 5:
-		return kr_parse_long("--burst", arg, 0, 100000, &opt_burst);
 	}
-	return -1;
+	return kr_parse_long("--burst", arg, 0, 100000, &opt_burst);
 }
 
 static int rs_validate(const struct kr_opts *o)
 {
-	if (o->trigger)
-		opt_path = PATH_NAPI;
+	opt_napi |= o->trigger;
 	if ((int64_t)(o->duration_s * 1e9) < opt_window + 200 * MS)
 		return kr_usage_error("--duration: must be at least --window + 200ms (%.3f s)",
 				      (double)(opt_window + 200 * MS) / 1e9);
@@ -186,253 +146,186 @@ static int rs_validate(const struct kr_opts *o)
 	return 0;
 }
 
-/* ---- the lab ---- */
-
 struct lab {
-	int ns_client, ns_server;
-	char if_client[16], if_server[16];
-	int victim, other;	   /* CPUs */
-	int echo_fd, sink_fd[SINK_FANOUT]; /* server side (ns_server) */
-	int probe_fd, burst_fd;	   /* client side (ns_client) */
-	bool gso;		   /* burst_fd takes UDP_SEGMENT */
-	long max_backlog;	   /* net.core.netdev_max_backlog */
-	pid_t bh[MAX_BH_THREADS];  /* the bottom-half threads: ksoftirqd/N or napi/DEV-* */
-	char bh_name[MAX_BH_THREADS][64];
+	int ns_c, ns_s;			/* client and server namespaces */
+	char if_c[16], if_s[16];
+	int victim, other;		/* CPUs */
+	int echo_fd, probe_fd, burst_fd;
+	bool gso;			/* burst_fd takes UDP_SEGMENT */
+	long chunk;			/* burst datagrams sent between checks */
+	pid_t bh[MAX_BH];		/* the bottom-half threads: ksoftirqd/N or napi/DEV-* */
+	char bh_name[MAX_BH][64];
 	int nbh;
-	atomic_bool stop_echo;
 };
 
-static int udp_socket(int nsfd, const char *addr, int port)
+/* a UDP socket in namespace ns bound to addr:port, connected to peer:pport when peer
+ * (SO_REUSEADDR: the sinks share a port; SO_BROADCAST: the burst) */
+static int udp(int ns, const char *addr, int port, const char *peer, int pport)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = kr_netns_socket(nsfd, AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { AF_INET, htons((uint16_t)port), { 0 }, { 0 } }, b = a;
+	int fd = kr_netns_socket(ns, AF_INET, SOCK_DGRAM, 0), one = 1;
 
-	inet_pton(AF_INET, addr, &sa.sin_addr);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	b.sin_port = htons((uint16_t)pport);
+	if (fd >= 0 && (inet_pton(AF_INET, addr, &a.sin_addr) != 1 ||
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+			setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)) ||
+			bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+			(peer && (inet_pton(AF_INET, peer, &b.sin_addr) != 1 ||
+				  connect(fd, (struct sockaddr *)&b, sizeof(b)))))) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-static int udp_connect(int fd, const char *addr, int port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	inet_pton(AF_INET, addr, &sa.sin_addr);
-	return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-}
-
-static int ethtool_set(int nsfd, const char *ifname, uint32_t cmd, uint32_t value)
-{
-	struct ethtool_value ev = { .cmd = cmd, .data = value };
-	return kr_netns_ethtool(nsfd, ifname, &ev);
-}
-
-static void *echo_main(void *arg)
-{
-	struct lab *lab = arg;
-	char buf[256];
-
-	while (!atomic_load(&lab->stop_echo)) {
-		struct sockaddr_in from;
-		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(lab->echo_fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
-		if (n > 0)
-			sendto(lab->echo_fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-	}
-	return NULL;
-}
-
 /* Steer the server veth's bottom half to the victim CPU. Returns 0, or an exit code. */
-static int steer_ksoftirqd(struct lab *lab)
+static int steer(struct lab *lab)
 {
-	char path[128], mask[KR_CPUMASK_LEN], name[32];
-	int nq = 0;
+	char path[128], mask[KR_CPUMASK_LEN];
 	cpu_set_t one;
+	int nq = 0;
 
 	CPU_ZERO(&one);
 	CPU_SET(lab->victim, &one);
-	kr_format_cpumask(&one, 0, mask, sizeof(mask));
-	for (int q = 0; q < 64; q++) {
-		snprintf(path, sizeof(path), "class/net/%s/queues/rx-%d/rps_cpus", lab->if_server, q);
-		if (kr_netns_sysfs_write(lab->ns_server, path, mask) < 0) {
-			if (q == 0)
-				return kr_skip(125, "needs RPS (CONFIG_RPS): %s: %s", path, strerror(errno));
-			break;
+	if (!opt_napi) {
+		kr_format_cpumask(&one, 0, mask, sizeof(mask));
+		for (; nq < 64; nq++) {
+			snprintf(path, sizeof(path), "class/net/%s/queues/rx-%d/rps_cpus",
+				 lab->if_s, nq);
+			if (kr_netns_sysfs_write(lab->ns_s, path, mask) < 0)
+				break;
 		}
-		nq++;
+		if (!nq)
+			return kr_skip(125, "needs RPS (CONFIG_RPS): %s: %s", path, strerror(errno));
+		snprintf(path, sizeof(path), "ksoftirqd/%d", lab->victim);
+		if ((lab->nbh = kr_find_tasks(path, lab->bh, 1)) != 1)
+			return kr_skip(125, "no %s thread", path);
+		kr_say("path ksoftirqd: RPS of %s (%d rx queue%s) -> CPU %d (mask %s)", lab->if_s,
+		       nq, nq > 1 ? "s" : "", lab->victim, mask);
+		return 0;
 	}
-	snprintf(name, sizeof(name), "ksoftirqd/%d", lab->victim);
-	if (kr_find_tasks(name, lab->bh, 1) != 1)
-		return kr_skip(125, "no %s thread", name);
-	snprintf(lab->bh_name[0], sizeof(lab->bh_name[0]), "%s", name);
-	lab->nbh = 1;
-	kr_say("path ksoftirqd: RPS of %s (%d rx queue%s) -> CPU %d (mask %s)", lab->if_server, nq,
-	       nq == 1 ? "" : "s", lab->victim, mask);
-	return 0;
-}
-
-static int steer_napi(struct lab *lab)
-{
-	char path[128], glob[32];
-	cpu_set_t one;
-
-	snprintf(path, sizeof(path), "class/net/%s/threaded", lab->if_server);
-	char cur[16];
-	if (kr_netns_sysfs_read(lab->ns_server, path, cur, sizeof(cur)) < 0)
+	snprintf(path, sizeof(path), "class/net/%s/threaded", lab->if_s);
+	if (kr_netns_sysfs_read(lab->ns_s, path, mask, sizeof(mask)) < 0)
 		return kr_skip(125, "needs threaded NAPI (/sys/class/net/DEV/threaded, v5.12)");
 	/* UDP takes the peer's NAPI (GRO) path only when the sender has no TSO */
-	if (ethtool_set(lab->ns_client, lab->if_client, ETHTOOL_STSO, 0) < 0)
-		return kr_error("ETHTOOL_STSO off on %s: %s", lab->if_client, strerror(errno));
-	if (ethtool_set(lab->ns_server, lab->if_server, ETHTOOL_SGRO, 1) < 0)
+	if (kr_netns_ethtool(lab->ns_c, lab->if_c, &(struct ethtool_value){ ETHTOOL_STSO, 0 }))
+		return kr_error("ETHTOOL_STSO off on %s: %s", lab->if_c, strerror(errno));
+	if (kr_netns_ethtool(lab->ns_s, lab->if_s, &(struct ethtool_value){ ETHTOOL_SGRO, 1 }))
 		return kr_skip(125, "veth cannot enable GRO (NAPI without XDP needs v5.13): %s",
 			       strerror(errno));
-	if (kr_netns_sysfs_write(lab->ns_server, path, "1") < 0)
+	if (kr_netns_sysfs_write(lab->ns_s, path, "1") < 0)
 		return kr_skip(125, "cannot enable threaded NAPI on veth: %s", strerror(errno));
 	/* kthread names are cut at 15 characters: "napi/<ifname>-<id>" */
-	snprintf(glob, sizeof(glob), "napi/%.9s-*", lab->if_server);
-	if (strlen(glob) > 16)
-		snprintf(glob + 15, sizeof(glob) - 15, "*");
-	lab->nbh = kr_find_tasks(glob, lab->bh, MAX_BH_THREADS);
-	if (lab->nbh <= 0)
+	snprintf(path, sizeof(path), "napi/%.9s-*", lab->if_s);
+	if ((lab->nbh = kr_find_tasks(path, lab->bh, MAX_BH)) <= 0)
 		return kr_skip(125, "no napi thread for %s after threaded=1 (veth NAPI needs v5.13)",
-			       lab->if_server);
-	CPU_ZERO(&one);
-	CPU_SET(lab->victim, &one);
-	for (int i = 0; i < lab->nbh; i++) {
-		struct kr_taskstat ts;
-		if (kr_read_taskstat(lab->bh[i], &ts) == 0)
-			snprintf(lab->bh_name[i], sizeof(lab->bh_name[i]), "%s", ts.comm);
-		/* the thread dies with the namespace: its affinity needs no journal */
+			       lab->if_s);
+	/* the threads die with the namespace: their affinity needs no journal */
+	for (int i = 0; i < lab->nbh; i++)
 		if (sched_setaffinity(lab->bh[i], sizeof(one), &one) < 0)
-			return kr_error("cannot pin %s to CPU %d: %s", lab->bh_name[i], lab->victim,
-					strerror(errno));
-	}
-	kr_say("path napi: threaded NAPI on %s (GRO on, TSO off on %s),", lab->if_server,
-	       lab->if_client);
-	kr_say("  %d napi thread%s pinned to CPU %d", lab->nbh, lab->nbh == 1 ? "" : "s",
-	       lab->victim);
+			return kr_error("cannot pin napi thread %d to CPU %d: %s", (int)lab->bh[i],
+					lab->victim, strerror(errno));
+	kr_say("path napi: threaded NAPI on %s (GRO on, TSO off on %s),", lab->if_s, lab->if_c);
+	kr_say("  %d napi thread(s) pinned to CPU %d", lab->nbh, lab->victim);
 	return 0;
 }
 
 /* Builds the lab. Returns 0, or the exit code of a SKIP/ERROR already reported. */
 static int lab_build(struct lab *lab)
 {
-	pid_t pid = getpid();
+	int r, zero = 0, small = 4096, seg = SEG, sndbuf = 64 << 20;
+	uint64_t backlog = 1000;
 
-	lab->ns_client = kr_netns_new();
-	lab->ns_server = lab->ns_client >= 0 ? kr_netns_new() : -1;
-	if (lab->ns_server < 0)
+	lab->ns_c = kr_netns_new();
+	lab->ns_s = lab->ns_c >= 0 ? kr_netns_new() : -1;
+	if (lab->ns_s < 0)
 		return kr_skip(125, "needs network namespaces (CONFIG_NET_NS): %s", strerror(errno));
 	/* short names: "napi/<ifname>-N" must stay recognisable within 15 characters */
-	snprintf(lab->if_client, sizeof(lab->if_client), "kr%xc", (unsigned)pid);
-	snprintf(lab->if_server, sizeof(lab->if_server), "kr%xs", (unsigned)pid);
-	if (kr_veth_create(lab->ns_client, lab->if_client, ADDR_CLIENT "/24", lab->ns_server,
-			   lab->if_server, ADDR_SERVER "/24") < 0) {
-		if (errno == EOPNOTSUPP || errno == ENOENT)
-			return kr_skip(125, "needs veth (CONFIG_VETH): %s", strerror(errno));
-		return kr_error("cannot create the veth pair: %s", strerror(errno));
-	}
-	int r = opt_path == PATH_NAPI ? steer_napi(lab) : steer_ksoftirqd(lab);
-	if (r)
+	snprintf(lab->if_c, sizeof(lab->if_c), "kr%xc", (unsigned)getpid());
+	snprintf(lab->if_s, sizeof(lab->if_s), "kr%xs", (unsigned)getpid());
+	if (kr_veth_create(lab->ns_c, lab->if_c, ADDR_CLIENT "/24", lab->ns_s, lab->if_s,
+			   ADDR_SERVER "/24") < 0)
+		return errno == EOPNOTSUPP || errno == ENOENT
+			       ? kr_skip(125, "needs veth (CONFIG_VETH): %s", strerror(errno))
+			       : kr_error("cannot create the veth pair: %s", strerror(errno));
+	if ((r = steer(lab)))
 		return r;
-
-	lab->echo_fd = udp_socket(lab->ns_server, ADDR_SERVER, PORT_ECHO);
-	lab->probe_fd = udp_socket(lab->ns_client, ADDR_CLIENT, 0);
-	lab->burst_fd = kr_netns_socket(lab->ns_client, AF_INET, SOCK_DGRAM, 0);
-	if (lab->echo_fd < 0 || lab->probe_fd < 0 || lab->burst_fd < 0 ||
-	    udp_connect(lab->probe_fd, ADDR_SERVER, PORT_ECHO) < 0)
+	lab->echo_fd = udp(lab->ns_s, ADDR_SERVER, PORT_ECHO, NULL, 0);
+	lab->probe_fd = udp(lab->ns_c, ADDR_CLIENT, 0, ADDR_SERVER, PORT_ECHO);
+	/* the burst: a limited broadcast out of the bound address's veth, not looped back;
+	 * the sinks are never read: once full, each segment costs the victim a drop */
+	lab->burst_fd = udp(lab->ns_c, ADDR_CLIENT, 0, "255.255.255.255", PORT_SINK);
+	for (int i = 0; i < FANOUT && r >= 0; i++)
+		r = setsockopt(udp(lab->ns_s, "0.0.0.0", PORT_SINK, NULL, 0), SOL_SOCKET,
+			       SO_RCVBUF, &small, sizeof(small));
+	if (r < 0 || lab->echo_fd < 0 || lab->probe_fd < 0 || lab->burst_fd < 0 ||
+	    setsockopt(lab->burst_fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero)) < 0)
 		return kr_error("lab sockets: %s", strerror(errno));
-	/* the sinks: bound to any address (a broadcast reaches every one), never read; once
-	 * full, each segment costs the victim CPU a drop */
-	int one = 1, zero = 0, small = 4096;
-	for (int i = 0; i < SINK_FANOUT; i++) {
-		struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(PORT_SINK) };
-		int fd = lab->sink_fd[i] = kr_netns_socket(lab->ns_server, AF_INET, SOCK_DGRAM, 0);
-		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-		    bind(fd, (struct sockaddr *)&any, sizeof(any)) < 0)
-			return kr_error("sink socket: %s", strerror(errno));
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	}
-	/* the limited broadcast leaves by the veth of the bound source address; no copy of
-	 * it looped back to the client namespace */
-	struct sockaddr_in src = { .sin_family = AF_INET };
-	inet_pton(AF_INET, ADDR_CLIENT, &src.sin_addr);
-	if (setsockopt(lab->burst_fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)) < 0 ||
-	    setsockopt(lab->burst_fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero)) < 0 ||
-	    bind(lab->burst_fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
-	    udp_connect(lab->burst_fd, ADDR_BURST, PORT_SINK) < 0)
-		return kr_error("burst socket: %s", strerror(errno));
-	struct timeval tv = { .tv_usec = 20000 };
-	setsockopt(lab->echo_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	/* the burst stays charged to its socket until the victim CPU frees it: room for all
-	 * of it, so that a starved receiver can neither block nor shorten the burst */
-	int sndbuf = 64 << 20;
+	/* the burst is charged to its socket until the victim frees it: room for all of it */
 	setsockopt(lab->burst_fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
-	uint64_t backlog = 1000;
-	kr_read_u64("/proc/sys/net/core/netdev_max_backlog", &backlog);
-	lab->max_backlog = (long)backlog;
-	int seg = GSO_SEGMENT;
 	lab->gso = setsockopt(lab->burst_fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0;
+	/* a chunk: 2 GSO datagrams, or without UDP GSO (< 4.18) the 44 datagrams of one,
+	 * at most a quarter of the victim's backlog: a starved CPU keeps room for probes */
+	kr_read_u64("/proc/sys/net/core/netdev_max_backlog", &backlog);
+	lab->chunk = lab->gso ? 2 : backlog / 4 < NSEG ? (long)backlog / 4 : NSEG;
+	if (lab->chunk < 1)
+		lab->chunk = 1;
 	return 0;
 }
 
-/* ---- one repeat ---- */
+/* the echo server: returns every datagram waiting on fd to its sender */
+static void echo(int fd)
+{
+	char buf[64];
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	ssize_t n;
+
+	while ((n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl)) > 0)
+		sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+}
 
 struct probe {
 	int64_t sent, rtt; /* ns; rtt < 0: no echo */
 };
 
-struct probe_msg {
-	uint32_t magic, seq;
-	int64_t sent;
-};
-
 struct client {
-	int fd;
-	int64_t t0, t_end, interval, drain;
+	int fd, echo_fd, n, nmax;
+	int64_t t0, t_end;
 	struct probe *p;
-	int n, nmax;
 };
 
-/* Sends a probe every interval from t0 to t_end and collects the echoes, never blocking
- * on one: an echo may come back long after later probes were sent. */
+/* Sends a probe (number, send time) every --interval from t0 to t_end, serves the echoes
+ * and collects them until all came back or 300 ms more passed, never blocking on one. */
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
-	int64_t next = c->t0;
+	int64_t next = c->t0, drain = c->t_end + 300 * MS, m[2];
 	int pending = 0;
 
 	for (;;) {
 		int64_t now = kr_now_ns();
 		if (next < c->t_end && now >= next && c->n < c->nmax) {
-			struct probe_msg m = { PROBE_MAGIC, (uint32_t)c->n, now };
-			c->p[c->n].sent = now;
-			c->p[c->n].rtt = -1;
-			if (send(c->fd, &m, sizeof(m), 0) == (ssize_t)sizeof(m))
-				pending++;
-			c->n++;
-			next += c->interval;
+			c->p[c->n] = (struct probe){ now, -1 };
+			m[0] = c->n++, m[1] = now;
+			pending += send(c->fd, m, sizeof(m), 0) == (ssize_t)sizeof(m);
+			next += opt_interval;
 			continue;
 		}
-		if (next >= c->t_end && (pending == 0 || now >= c->t_end + c->drain))
+		if (next >= c->t_end && (pending == 0 || now >= drain))
 			break;
-		int64_t until = next < c->t_end ? next : c->t_end + c->drain;
-		int64_t wait = until > now ? until - now : 0;
+		int64_t wait = (next < c->t_end ? next : drain) - now;
 		struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		if (ppoll(&pfd, 1, &ts, NULL) <= 0)
+		struct pollfd pfd[2] = { { c->echo_fd, POLLIN, 0 }, { c->fd, POLLIN, 0 } };
+		if (wait < 0)
+			ts = (struct timespec){ 0, 0 };
+		if (ppoll(pfd, 2, &ts, NULL) <= 0)
 			continue;
-		struct probe_msg m;
-		while (recv(c->fd, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m)) {
-			int64_t t = kr_now_ns();
-			if (m.magic != PROBE_MAGIC || (int)m.seq >= c->n || c->p[m.seq].rtt >= 0)
-				continue;
-			/* the send time carried in the payload: no RX timestamp, which the
-			 * NAPI path would take after the stall */
-			c->p[m.seq].rtt = t - m.sent;
-			pending--;
+		echo(c->echo_fd);
+		while (recv(c->fd, m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m)) {
+			/* no RX timestamp: on the NAPI path it is taken after the stall */
+			if (m[0] >= 0 && m[0] < c->n && c->p[m[0]].sent == m[1] && c->p[m[0]].rtt < 0)
+				c->p[m[0]].rtt = kr_now_ns() - m[1], pending--;
 		}
 	}
 	return NULL;
@@ -458,133 +351,64 @@ static void *burner_main(void *arg)
 }
 
 /* the victim CPU's row of /proc/net/softnet_stat: processed, dropped, time_squeeze */
-static int softnet_read(int cpu, uint64_t v[3])
+static void softnet_read(int cpu, uint64_t v[3])
 {
 	static char text[64 * 1024];
+	unsigned long long x[3];
+	unsigned id;
 	int row = 0;
 
 	if (kr_read_file("/proc/net/softnet_stat", text, sizeof(text)) < 0)
-		return -1;
+		return;
 	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"), row++) {
-		unsigned long long f[16] = { 0 };
-		int n = 0;
-		for (char *s = l, *e; n < 16; s = e, n++) {
-			f[n] = strtoull(s, &e, 16);
-			if (e == s)
-				break;
-		}
+		int n = sscanf(l, "%llx %llx %llx %*x %*x %*x %*x %*x %*x %*x %*x %*x %x", &x[0],
+			       &x[1], &x[2], &id);
 		/* since v5.10 the 13th column is the CPU; before it, rows of online CPUs */
-		if ((n >= 13 ? (int)f[12] : row) == cpu) {
-			v[0] = f[0], v[1] = f[1], v[2] = f[2];
-			return 0;
+		if (n >= 3 && (n == 4 ? (int)id : row) == cpu) {
+			v[0] = x[0], v[1] = x[1], v[2] = x[2];
+			return;
 		}
 	}
-	return -1;
 }
 
-struct bh_evidence {
-	int samples, runnable;	     /* polls of the thread's state during the window */
-	double waited_ms;	     /* schedstat run_delay growth, window start to repeat end */
-	double waited_in_window_ms;  /* the same, until just before the burner ended */
-	uint64_t ran_in_window;	     /* schedstat timeslices during the window */
-};
-
-struct repeat_result {
-	struct rtt_summary in, out;
-	struct bh_evidence bh[MAX_BH_THREADS];
-	uint64_t softnet[3];	     /* victim CPU deltas over the window */
-	double window_ms;
+struct result {
+	struct rtt in, out;
+	struct {
+		int polls, runnable;	/* polls of the thread's state during the window */
+		uint64_t ran;		/* schedstat timeslices during the window */
+		double waited_ms;	/* schedstat run_delay growth until the repeat's end */
+		bool woken;		/* runnable under the burner, ran or waited */
+	} bh[MAX_BH];
+	bool provoked;			/* a bottom-half thread was woken in the window */
+	uint64_t softnet[3];		/* victim CPU deltas over the repeat */
 	long burst_sent;
 	int64_t burst_end;
 	double burst_ms;
-	bool burst_woke;	     /* the burst stopped because ksoftirqd/N was woken */
-	bool burst_full;	     /* ... because the victim's backlog overflowed */
-	int lost_in, lost_out;
-	bool provoked;		     /* a bottom-half thread was woken in the window */
+	const char *burst_stop;		/* why the burst stopped early, or "" */
 	enum kr_verdict v;
 };
 
-/* the deferral happened in the window: the thread was runnable under the burner, ran, or
- * waited for a CPU (a wait after the window does not count) */
-static bool bh_evidence_woken(const struct bh_evidence *e)
-{
-	return e->runnable > 0 || e->ran_in_window > 0 || e->waited_in_window_ms >= 1.0;
-}
-
-/* woken: runnable now, or has run since `slices` (when it outranks the burner) */
-static bool bh_woken(const struct lab *lab, uint64_t slices)
-{
-	struct kr_taskstat ts;
-	struct kr_schedstat ss;
-
-	if (kr_read_taskstat(lab->bh[0], &ts) == 0 && ts.state == 'R')
-		return true;
-	return kr_read_schedstat(lab->bh[0], lab->bh[0], &ss) == 0 && ss.slices > slices;
-}
-
-/* Force the deferral, as the original heavy traffic did: each GSO datagram becomes 44
- * segments in the victim's NET_RX softirq. Once a tick lands in that work and more is
- * pending, the softirq runs out of its budget (a jiffy or 10 restarts) and
- * handle_softirqs() wakes ksoftirqd/N, which cannot run under the burner. Whether that
- * happens is chance, so send in chunks until ksoftirqd/N is runnable, at most --burst
- * datagrams or a fifth of the window; stopping then keeps the backlog short. */
-static void send_burst(const struct lab *lab, int64_t deadline, uint64_t slices,
-		       struct repeat_result *res)
-{
-	static char payload[GSO_SEGMENT * GSO_SEGMENTS];
-	size_t len = lab->gso ? sizeof(payload) : 1200;
-	/* a chunk: 2 GSO datagrams, or without UDP GSO (veth < 5.11 segments them on the
-	 * sender side) the 44 datagrams of one, and at most a quarter of the victim's
-	 * backlog, so that a starved CPU keeps room for the probes */
-	long max = opt_burst * (lab->gso ? 1 : GSO_SEGMENTS), chunk = lab->gso ? 2 : GSO_SEGMENTS;
-	if (!lab->gso && chunk > lab->max_backlog / 4)
-		chunk = lab->max_backlog / 4 > 1 ? lab->max_backlog / 4 : 1;
-	int64_t t = kr_now_ns(), until = t + opt_window / 5;
-	uint64_t sn0[3] = { 0 }, sn[3] = { 0 };
-
-	if (until > deadline)
-		until = deadline;
-	softnet_read(lab->victim, sn0);
-	for (long i = 0; i < max && kr_now_ns() < until;) {
-		for (long k = 0; k < chunk && i < max; k++, i++)
-			/* never block: a starved receiver must not stall this thread */
-			res->burst_sent += send(lab->burst_fd, payload, len, MSG_DONTWAIT) > 0;
-		if (bh_woken(lab, slices)) {
-			res->burst_woke = true;
-			break;
-		}
-		/* the victim's backlog overflowed: more would only be dropped, and would
-		 * still fill it when the window's probes arrive */
-		if (softnet_read(lab->victim, sn) == 0 && sn[1] > sn0[1]) {
-			res->burst_full = true;
-			break;
-		}
-	}
-	res->burst_end = kr_now_ns();
-	res->burst_ms = (double)(res->burst_end - t) / 1e6;
-}
-
-static int run_repeat(struct lab *lab, const struct kr_opts *o, int rep, struct repeat_result *res)
+static int measure(struct lab *lab, const struct kr_opts *o, int rep, struct result *res)
 {
 	int64_t dur = (int64_t)(o->duration_s * 1e9);
-	int64_t pre = (dur - opt_window) / 2;
 	int nmax = (int)(dur / opt_interval) + 2;
-	struct client c = { .fd = lab->probe_fd, .interval = opt_interval, .drain = 300 * MS,
-			    .nmax = nmax, .p = calloc((size_t)nmax, sizeof(struct probe)) };
+	struct client c = { lab->probe_fd, lab->echo_fd, 0, nmax, kr_now_ns() + 5 * MS, 0,
+			    calloc((size_t)nmax, sizeof(struct probe)) };
+	double *in = calloc(2 * (size_t)nmax, sizeof(double)), *out = in + nmax;
+	static char buf[SEG * NSEG]; /* the burst's payload */
 	struct burner b = { 0 };
-	struct kr_schedstat ss0[MAX_BH_THREADS], ss1[MAX_BH_THREADS], ss2[MAX_BH_THREADS];
+	struct kr_taskstat ts;
+	struct kr_schedstat ss0[MAX_BH], ss1;
 	uint64_t sn0[3] = { 0 }, sn1[3] = { 0 };
 	pthread_t ct, bt;
 
 	memset(res, 0, sizeof(*res));
-	if (!c.p)
+	if (!c.p || !in)
 		return kr_error("out of memory");
-	c.t0 = kr_now_ns() + 5 * MS;
 	c.t_end = c.t0 + dur;
 	if (kr_thread_start(&ct, lab->other, SCHED_OTHER, 0, client_main, &c) < 0)
 		return kr_error("client thread: %s", strerror(errno));
-
-	kr_sleep_until_ns(c.t0 + pre);
+	kr_sleep_until_ns(c.t0 + (dur - opt_window) / 2);
 	for (int i = 0; i < lab->nbh; i++)
 		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss0[i]);
 	softnet_read(lab->victim, sn0);
@@ -597,139 +421,105 @@ static int run_repeat(struct lab *lab, const struct kr_opts *o, int rep, struct 
 	}
 	while (!atomic_load(&b.started))
 		kr_sleep_ns(100000);
-	/* Force the deferral, as the original heavy traffic did: each GSO datagram becomes 44
-	 * segments in the victim's NET_RX softirq, enough to run out of its budget (a jiffy
-	 * or 10 restarts) so that handle_softirqs() wakes ksoftirqd/N. */
-	if (opt_path == PATH_KSOFTIRQD && opt_burst > 0)
-		send_burst(lab, b.deadline, ss0[0].slices, res);
-	/* watch the bottom-half threads' state while the burner owns the CPU; the last
-	 * look is taken before it ends, so "ran in the window" means while it ran */
+	/* Force the deferral like the original heavy traffic: each GSO datagram is 44 segments
+	 * for the victim's NET_RX softirq; when a tick lands in that work with more pending,
+	 * its budget (a jiffy or 10 restarts) runs out and it wakes ksoftirqd/N. Chance: send
+	 * chunks until ksoftirqd/N is runnable or ran, the backlog overflows, --burst
+	 * datagrams were sent or a fifth of the window passed. */
+	int64_t t = kr_now_ns(), until = t + opt_window / 5;
+	long max = opt_burst * (lab->gso ? 1 : NSEG), sent = 0;
+	bool burst = !opt_napi && max > 0;
+	while (burst && kr_now_ns() < b.deadline - 2 * MS) {
+		for (long k = 0; k < lab->chunk && sent < max; k++, sent++) /* never block */
+			res->burst_sent += send(lab->burst_fd, buf, lab->gso ? sizeof(buf) : 1200,
+						MSG_DONTWAIT) > 0;
+		softnet_read(lab->victim, sn1);
+		if ((kr_read_taskstat(lab->bh[0], &ts) == 0 && ts.state == 'R') ||
+		    (kr_read_schedstat(lab->bh[0], lab->bh[0], &ss1) == 0 &&
+		     ss1.slices > ss0[0].slices))
+			res->burst_stop = "";
+		else if (sn1[1] > sn0[1])
+			res->burst_stop = " full";
+		else if (sent < max && kr_now_ns() < until)
+			continue;
+		else
+			res->burst_stop = " no wake";
+		burst = false;
+		res->burst_end = kr_now_ns();
+		res->burst_ms = (double)(res->burst_end - t) / 1e6;
+	}
+	/* watch the bottom-half threads while the burner owns the CPU; the last look is
+	 * taken before it ends, so "ran in the window" means while it ran */
 	while (kr_now_ns() < b.deadline - 2 * MS) {
-		for (int i = 0; i < lab->nbh; i++) {
-			struct kr_taskstat ts;
-			if (kr_read_taskstat(lab->bh[i], &ts) == 0) {
-				res->bh[i].samples++;
-				res->bh[i].runnable += ts.state == 'R';
-			}
-		}
+		for (int i = 0; i < lab->nbh; i++)
+			if (kr_read_taskstat(lab->bh[i], &ts) == 0)
+				res->bh[i].polls++, res->bh[i].runnable += ts.state == 'R';
 		kr_sleep_ns(1 * MS);
 	}
-	for (int i = 0; i < lab->nbh; i++)
-		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss1[i]);
+	for (int i = 0; i < lab->nbh; i++) {
+		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss1);
+		res->bh[i].ran = ss1.slices - ss0[i].slices;
+		res->bh[i].woken = res->bh[i].runnable || res->bh[i].ran ||
+				ss1.wait_ns - ss0[i].wait_ns >= 1 * MS;
+		res->provoked |= res->bh[i].woken;
+	}
 	pthread_join(bt, NULL);
 	softnet_read(lab->victim, sn1);
 	pthread_join(ct, NULL);
-	for (int i = 0; i < lab->nbh; i++) {
-		kr_read_schedstat(lab->bh[i], lab->bh[i], &ss2[i]);
-		res->bh[i].waited_ms = (double)(ss2[i].wait_ns - ss0[i].wait_ns) / 1e6;
-		res->bh[i].ran_in_window = ss1[i].slices - ss0[i].slices;
-		res->bh[i].waited_in_window_ms = (double)(ss1[i].wait_ns - ss0[i].wait_ns) / 1e6;
-	}
 	for (int k = 0; k < 3; k++)
 		res->softnet[k] = sn1[k] - sn0[k];
-	if (b.fired < 0)
-		return kr_error("no RT watchdog could be armed: the burner did not run");
+	for (int i = 0; i < lab->nbh; i++) /* the wait is counted when the thread runs */
+		if (kr_read_schedstat(lab->bh[i], lab->bh[i], &ss1) == 0)
+			res->bh[i].waited_ms = (double)(ss1.wait_ns - ss0[i].wait_ns) / 1e6;
 	if (b.fired)
-		return kr_error("the watchdog had to stop the burner");
+		return kr_error(b.fired < 0 ? "no RT watchdog could be armed: the burner did not run"
+					    : "the watchdog had to stop the burner");
 
 	int64_t ws = atomic_load(&b.started), we = atomic_load(&b.ended);
 	int64_t guard = 2 * opt_interval > 20 * MS ? 2 * opt_interval : 20 * MS;
 	int64_t in_start = res->burst_end ? res->burst_end + guard : ws;
-	double *in = calloc((size_t)c.n + 1, sizeof(double));
-	double *out = calloc((size_t)c.n + 1, sizeof(double));
 	int nin = 0, nout = 0, sent_in = 0, sent_out = 0;
-	if (!in || !out)
-		return kr_error("out of memory");
 	for (int i = 0; i < c.n; i++) {
-		enum rs_phase ph = probe_phase(c.p[i].sent, c.p[i].rtt, ws, in_start, we, guard);
+		enum phase ph = probe_phase(c.p[i].sent, c.p[i].rtt, ws, in_start, we, guard);
 		double rtt = c.p[i].rtt >= 0 ? (double)c.p[i].rtt / 1e6 : NAN;
-		static const char *const names[] = { "out", "guard", "in" };
 		kr_csv_row("%d,%d,%.3f,%.3f,%s", rep, i, (double)(c.p[i].sent - ws) / 1e6, rtt,
-			   names[ph]);
-		if (ph == PHASE_IN) {
-			sent_in++;
-			if (c.p[i].rtt >= 0)
-				in[nin++] = rtt;
-		} else if (ph == PHASE_OUT) {
-			sent_out++;
-			if (c.p[i].rtt >= 0)
-				out[nout++] = rtt;
-		}
+			   (const char *[]){ "out", "guard", "in" }[ph]);
+		if (ph == PHASE_IN && (sent_in++, c.p[i].rtt >= 0))
+			in[nin++] = rtt;
+		else if (ph == PHASE_OUT && (sent_out++, c.p[i].rtt >= 0))
+			out[nout++] = rtt;
 	}
 	rtt_summarize(in, nin, sent_in, &res->in);
 	rtt_summarize(out, nout, sent_out, &res->out);
-	res->lost_in = sent_in - nin;
-	res->lost_out = sent_out - nout;
-	res->window_ms = (double)(we - ws) / 1e6;
-	for (int i = 0; i < lab->nbh; i++)
-		res->provoked |= bh_evidence_woken(&res->bh[i]);
 	res->v = rt_starve_rule(&res->in, &res->out, o->threshold, opt_ratio, res->provoked,
 				res->softnet[1] > 0);
 	free(in);
-	free(out);
 	free(c.p);
 	return 0;
 }
 
-/* ---- report ---- */
-
-static void say_summary(const char *label, const char *phase, const struct rtt_summary *s, int lost)
-{
-	kr_say("%-6s %-4s %8.3f %8.3f %8.3f %8.3f %5.0f%% %4d/%d", label, phase, s->min, s->p50,
-	       s->p99, s->max, isfinite(s->over50) ? s->over50 : 0.0, lost, s->sent);
-}
-
-static void say_evidence(const struct lab *lab, const struct repeat_result *r)
-{
-	for (int i = 0; i < lab->nbh; i++) {
-		const struct bh_evidence *e = &r->bh[i];
-		bool woken = bh_evidence_woken(e);
-		kr_say("       %s: %s, R %d/%d polls, ran %llu, waited %.0f ms", lab->bh_name[i],
-		       woken ? "woken" : "not woken", e->runnable, e->samples,
-		       (unsigned long long)e->ran_in_window, e->waited_ms);
-	}
-	char burst[64] = "";
-	if (opt_path == PATH_KSOFTIRQD && opt_burst > 0)
-		snprintf(burst, sizeof(burst), "; burst %ld/%.1fms%s", r->burst_sent, r->burst_ms,
-			 r->burst_woke ? "" : r->burst_full ? " full" : " no wake");
-	kr_say("       CPU %d NET_RX: %llu skbs, %llu dropped, %llu squeezed%s", lab->victim,
-	       (unsigned long long)r->softnet[0], (unsigned long long)r->softnet[1],
-	       (unsigned long long)r->softnet[2], burst);
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 static int rs_run(const struct kr_opts *o)
 {
-	struct lab lab;
-	pthread_t et;
-	char key[64];
+	struct lab lab = { .ns_c = -1, .ns_s = -1 };
 	cpu_set_t usable;
 	char iso[32], why[200];
+	int r;
 
-	memset(&lab, 0, sizeof(lab));
-	lab.ns_client = lab.ns_server = -1;
 	/* requirements first, before anything changes; --cpu was checked by kr_main */
 	kr_usable_cpus(&usable);
 	if (kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other) < 0 || lab.other < 0)
 		return kr_skip(129, "needs 2 usable CPUs (the victim and one for client "
 			       "and server): %s", kr_cpus_unusable(why, sizeof(why)));
 	/* the burner and its SCHED_FIFO 99 watchdog (EPERM also from cpu.rt_runtime_us 0) */
-	int rt = kr_rt_check(99, why, sizeof(why));
-	if (rt)
-		return rt == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(rt, "%s", why);
-	int mit_prio = (int)opt_prio + 1;
+	if ((r = kr_rt_check(99, why, sizeof(why))))
+		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
 
-	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:thread_policies",
-					       "sysctl:net.core.netdev_budget",
-					       "sysctl:net.core.netdev_budget_usecs",
-					       "sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ",
-					       "config:CONFIG_PREEMPT_RT", NULL });
-	kr_param("path", "%s", opt_path == PATH_NAPI ? "napi" : "ksoftirqd");
+	kr_env_standard((const char *const[]){
+		"group:rt_throttling", "group:thread_policies", "sysctl:net.core.netdev_budget",
+		"sysctl:net.core.netdev_budget_usecs", "sysctl:net.core.netdev_max_backlog",
+		"config:CONFIG_HZ", "config:CONFIG_PREEMPT_RT", NULL });
+	const char *path = opt_napi ? "napi" : "ksoftirqd";
+	kr_param("path", "%s", path);
 	kr_param("cpu", "%d%s%s", lab.victim,
 		 *kr_cpu_isolation(lab.victim, iso, sizeof(iso)) ? " " : "", iso);
 	kr_param("window", "%.0fms", (double)opt_window / 1e6);
@@ -740,188 +530,140 @@ static int rs_run(const struct kr_opts *o)
 	kr_param("ratio", "%.1f", opt_ratio);
 	kr_param("repeat", "%d", o->repeat);
 	kr_param("mitigate", "%s", o->mitigate ? "yes" : "no");
-	if (opt_path == PATH_KSOFTIRQD)
+	if (!opt_napi)
 		kr_param("burst", "%ld", opt_burst);
 
-	int r = lab_build(&lab);
-	if (r)
+	if ((r = lab_build(&lab)))
 		return r;
 	if (kr_pin_self(lab.other) < 0)
 		return kr_error("cannot pin to CPU %d: %s", lab.other, strerror(errno));
 	for (int i = 0; i < lab.nbh; i++) {
 		struct kr_taskstat ts;
 		if (kr_read_taskstat(lab.bh[i], &ts) < 0)
-			return kr_error("%s vanished", lab.bh_name[i]);
-		kr_say("  %s pid %d: %s prio %d", lab.bh_name[i], (int)lab.bh[i],
+			return kr_error("bottom-half thread %d vanished", (int)lab.bh[i]);
+		snprintf(lab.bh_name[i], sizeof(lab.bh_name[i]), "%s", ts.comm);
+		kr_say("  %s pid %d: %s prio %d", ts.comm, (int)lab.bh[i],
 		       kr_policy_name(ts.policy), ts.rt_priority);
-		if (o->mitigate) {
-			/* the known fix: the bottom half above the burner (restored after) */
-			if (kr_journal_sched(lab.bh[i], SCHED_FIFO, mit_prio) < 0)
-				return kr_error("cannot raise %s: %s", lab.bh_name[i], strerror(errno));
-			kr_say("  mitigate: %s raised to SCHED_FIFO %d", lab.bh_name[i], mit_prio);
-		}
+		if (!o->mitigate)
+			continue;
+		/* the known fix: the bottom half above the burner (restored after) */
+		if (kr_journal_sched(lab.bh[i], SCHED_FIFO, (int)opt_prio + 1) < 0)
+			return kr_error("cannot raise %s: %s", ts.comm, strerror(errno));
+		kr_say("  mitigate: %s raised to SCHED_FIFO %ld", ts.comm, opt_prio + 1);
 	}
 	kr_say("client and echo server on CPU %d; burner SCHED_FIFO %ld on CPU %d", lab.other,
 	       opt_prio, lab.victim);
-	if (opt_path == PATH_KSOFTIRQD && opt_burst > 0)
+	if (!opt_napi && opt_burst > 0)
 		kr_say("burst at window start: up to %ld x %s", opt_burst,
 		       lab.gso ? "61.6 KB UDP GSO datagram" : "44 x 1200 B datagrams");
 
-	if (kr_thread_start(&et, lab.other, SCHED_OTHER, 0, echo_main, &lab) < 0)
-		return kr_error("echo thread: %s", strerror(errno));
-	/* first echo: the path works and the neighbours are resolved (3 s: a
-	 * loaded host once took more than 1 s) */
-	struct probe_msg m = { PROBE_MAGIC, 0, 0 };
+	/* first echo: the path works and the neighbours are resolved (3 s: a loaded host
+	 * once took more than 1 s); a probe numbered -1 is never counted */
+	int64_t m[2] = { -1, 0 };
+	struct pollfd pe = { lab.echo_fd, POLLIN, 0 }, pp = { lab.probe_fd, POLLIN, 0 };
 	bool echoed = false;
-	for (int i = 0; i < 60 && !echoed; i++) {
-		struct pollfd pfd = { .fd = lab.probe_fd, .events = POLLIN };
-		send(lab.probe_fd, &m, sizeof(m), 0);
-		echoed = poll(&pfd, 1, 50) > 0 && recv(lab.probe_fd, &m, sizeof(m), 0) > 0;
+	for (int i = 0; i < 30 && !echoed; i++) {
+		send(lab.probe_fd, m, sizeof(m), 0);
+		if (poll(&pe, 1, 50) > 0)
+			echo(lab.echo_fd);
+		echoed = poll(&pp, 1, 50) > 0 && recv(lab.probe_fd, m, sizeof(m), 0) > 0;
 	}
 	if (!echoed)
 		return kr_error("no echo through the veth lab in 3 s");
-	kr_sleep_ns(20 * MS);
-	while (recv(lab.probe_fd, &m, sizeof(m), MSG_DONTWAIT) > 0)
-		;
 
 	kr_csv_open("repeat,seq,sent_ms_from_window_start,rtt_ms,phase");
-	/* A window in which the deferral did not happen (the bottom-half thread never woken)
-	 * tested nothing: it is not counted, and another one is measured, until --repeat
-	 * windows were provoked, 2 x --repeat + 1 were tried, or the time budget (2.2 x the
-	 * repeats' time) ran out. --repeat is at most 100: fixed arrays. */
-	static struct repeat_result res[RS_MAX_ATTEMPTS];
-	static enum kr_verdict v[RS_MAX_ATTEMPTS];
-	static double in_p50[RS_MAX_ATTEMPTS];
-	int max_attempts = 2 * o->repeat + 1, attempts = 0, nconcl = 0, nprovoked = 0;
+	/* A window without the deferral tested nothing: measure another, until --repeat
+	 * counted, 2 x --repeat + 1 tried, or 2.2 x the repeats' time passed. */
+	static enum kr_verdict v[MAX_COUNTED];
+	static double in_p50[MAX_COUNTED];
+	struct result x;
+	struct kr_stats st;
+	int tries = 0, nconcl = 0, nprovoked = 0, npass = 0, nfail = 0;
 	int64_t dur = (int64_t)(o->duration_s * 1e9);
-	int64_t budget_end = kr_now_ns() + (int64_t)(2.2 * (double)o->repeat * (double)(dur + 100 * MS));
+	int64_t budget_end = kr_now_ns() + (int64_t)(2.2 * o->repeat * (double)(dur + 100 * MS));
+	double out_p50 = NAN;
 	kr_say("%s", "");
-	kr_say("RTT ms           min      p50      p99      max  >50ms lost/sent");
-	while (nconcl < o->repeat && attempts < max_attempts &&
-	       (attempts < o->repeat || kr_now_ns() + dur + 350 * MS <= budget_end)) {
-		int i = attempts++;
-		kr_progress("window %d (%d of %d counted)", i + 1, nconcl, o->repeat);
-		if ((r = run_repeat(&lab, o, i + 1, &res[i])))
+	kr_say("RTT ms        p50      p99      max lost/sent");
+	while (nconcl < o->repeat && tries < 2 * o->repeat + 1 &&
+	       (tries < o->repeat || kr_now_ns() + dur + 350 * MS <= budget_end)) {
+		kr_progress("window %d (%d of %d counted)", ++tries, nconcl, o->repeat);
+		if ((r = measure(&lab, o, tries, &x)))
 			return r;
-		char label[16];
-		snprintf(label, sizeof(label), "rep %d", i + 1);
-		say_summary(label, "out", &res[i].out, res[i].lost_out);
-		say_summary("", "in", &res[i].in, res[i].lost_in);
-		say_evidence(&lab, &res[i]);
-		nprovoked += res[i].provoked;
-		if (!res[i].provoked)
+		kr_say("rep %-2d out %8.3f %8.3f %8.3f %4d/%d", tries, x.out.p50, x.out.p99,
+		       x.out.max, x.out.sent - x.out.got, x.out.sent);
+		kr_say("       in  %8.3f %8.3f %8.3f %4d/%d", x.in.p50, x.in.p99, x.in.max,
+		       x.in.sent - x.in.got, x.in.sent);
+		for (int i = 0; i < lab.nbh; i++)
+			kr_say("       %s: %s, R %d/%d polls, ran %llu, waited %.0f ms",
+			       lab.bh_name[i], x.bh[i].woken ? "woken" : "not woken", x.bh[i].runnable,
+			       x.bh[i].polls, (unsigned long long)x.bh[i].ran, x.bh[i].waited_ms);
+		kr_say("       NET_RX: %llu skbs, %llu dropped, %llu squeezed%s",
+		       (unsigned long long)x.softnet[0], (unsigned long long)x.softnet[1],
+		       (unsigned long long)x.softnet[2],
+		       x.burst_stop ? kr_strf("; burst %ld/%.1fms%s", x.burst_sent, x.burst_ms,
+					      x.burst_stop) : "");
+		if (!x.provoked)
 			kr_say("       not provoked (no deferral): not counted");
-		else if (res[i].v == KR_SKIP)
+		else if (x.v == KR_SKIP)
 			kr_say("       too few echoes: not counted");
-		else if (res[i].v == KR_FAIL && res[i].lost_in > 0 && res[i].softnet[1] > 0)
-			kr_say("       %d probes lost to the full backlog: starved", res[i].lost_in);
-		if (res[i].v != KR_SKIP) {
-			v[nconcl] = res[i].v;
-			in_p50[nconcl++] = res[i].lost_in > 0 && res[i].softnet[1] > 0
-						   ? INFINITY : res[i].in.p50;
-		}
-		const struct { const char *k; double v; } ms[] = {
-			{ "out_min_ms", res[i].out.min }, { "out_p50_ms", res[i].out.p50 },
-			{ "out_p99_ms", res[i].out.p99 }, { "out_max_ms", res[i].out.max },
-			{ "in_min_ms", res[i].in.min }, { "in_p50_ms", res[i].in.p50 },
-			{ "in_p99_ms", res[i].in.p99 }, { "in_max_ms", res[i].in.max },
-			{ "in_over50_pct", res[i].in.over50 }, { "in_sent", res[i].in.sent },
-			{ "in_lost", res[i].lost_in }, { "out_sent", res[i].out.sent },
-			{ "out_lost", res[i].lost_out }, { "window_ms", res[i].window_ms },
-			{ "netrx_packets", (double)res[i].softnet[0] },
-			{ "netrx_dropped", (double)res[i].softnet[1] },
-			{ "netrx_squeezed", (double)res[i].softnet[2] },
-			{ "burst_sent", (double)res[i].burst_sent },
-			{ "burst_ms", res[i].burst_ms },
-			{ "provoked", res[i].provoked },
-			{ "verdict_code", res[i].v == KR_PASS ? 0 : res[i].v == KR_FAIL ? 1 : 125 },
-		};
-		for (size_t k = 0; k < sizeof(ms) / sizeof(ms[0]); k++) {
-			snprintf(key, sizeof(key), "rep%d_%s", i + 1, ms[k].k);
-			kr_measure(key, ms[k].v);
-		}
-		for (int t = 0; t < lab.nbh; t++) {
-			snprintf(key, sizeof(key), "rep%d_bh%d_waited_ms", i + 1, t);
-			kr_measure(key, res[i].bh[t].waited_ms);
-			snprintf(key, sizeof(key), "rep%d_bh%d_runnable_polls", i + 1, t);
-			kr_measure(key, res[i].bh[t].runnable);
-			snprintf(key, sizeof(key), "rep%d_bh%d_polls", i + 1, t);
-			kr_measure(key, res[i].bh[t].samples);
-			snprintf(key, sizeof(key), "rep%d_bh%d_ran_in_window", i + 1, t);
-			kr_measure(key, (double)res[i].bh[t].ran_in_window);
+		else if (x.v == KR_FAIL && x.in.got < x.in.sent && x.softnet[1] > 0)
+			kr_say("       %d probes lost to the full backlog: starved",
+			       x.in.sent - x.in.got);
+		nprovoked += x.provoked;
+		out_p50 = fmax(out_p50, x.out.p50); /* NAN: the other */
+		if (x.v != KR_SKIP) {
+			v[nconcl] = x.v;
+			in_p50[nconcl++] = x.in.got < x.in.sent && x.softnet[1] > 0 ? INFINITY
+										: x.in.p50;
 		}
 	}
-	atomic_store(&lab.stop_echo, true);
-	pthread_join(et, NULL);
-	kr_measure("windows", attempts);
-	kr_measure("windows_provoked", nprovoked);
-	kr_measure("windows_counted", nconcl);
 	kr_measure("bh_woken_repeats", nprovoked);
-
-	int npass = 0, nfail = 0;
 	enum kr_verdict verdict = nconcl ? kr_vote(v, nconcl, &npass, &nfail) : KR_SKIP;
-	qsort(in_p50, (size_t)nconcl, sizeof(double), cmp_dbl);
+	kr_stats(in_p50, (size_t)nconcl, &st); /* sorts */
 	double med = nconcl ? in_p50[nconcl / 2] : NAN;
-	double out_p50 = NAN;
-	for (int i = 0; i < attempts; i++)
-		if (isfinite(res[i].out.p50))
-			out_p50 = isfinite(out_p50) ? fmax(out_p50, res[i].out.p50) : res[i].out.p50;
-	kr_measure("in_p50_median_ms", med);
-	kr_measure("out_p50_max_ms", out_p50);
+	const char *bh_cause = opt_napi ? NULL : kr_softirq_threaded();
 	kr_cause("an RT task busy on the CPU running the network bottom half");
-	const char *bh_cause = NULL;
-	if (opt_path == PATH_NAPI)
-		kr_cause("threaded NAPI: napi/DEV-N is SCHED_OTHER, below any RT task");
-	else if ((bh_cause = kr_softirq_threaded()))
-		kr_cause("%s", bh_cause);
-	else
-		kr_cause("4cd13c21b207 (v4.9) until its revert d15121be7485 (v6.5)");
+	kr_cause("%s", opt_napi ? "threaded NAPI: napi/DEV-N is SCHED_OTHER, below any RT task"
+		 : bh_cause ? bh_cause : "4cd13c21b207 (v4.9) until its revert d15121be7485 (v6.5)");
 	kr_say("%s", "");
-	kr_say("%s: woken in %d of %d windows, %d counted", lab.bh_name[0], nprovoked, attempts,
+	kr_say("%s: woken in %d of %d windows, %d counted", lab.bh_name[0], nprovoked, tries,
 	       nconcl);
-	if (opt_path == PATH_KSOFTIRQD && verdict == KR_PASS)
+	if (!opt_napi && verdict == KR_PASS)
 		kr_say("ksoftirqd was starved and the softirqs still ran (inline at irq exit)");
 	if (bh_cause)
 		kr_say("softirqs run in threads here: the range 4cd13c21b207..d15121be7485\n"
 		       "does not apply (%s)", bh_cause);
-	const char *path = opt_path == PATH_NAPI ? "napi" : "ksoftirqd";
-	int need = o->repeat < 2 ? o->repeat : 2;
 	/* short reasons: the verdict line goes into mails (72 columns) */
 	if (nconcl == 0 && nprovoked == 0)
 		return kr_inconclusive(med, "%s never woken in %d windows (not provoked)",
-				       lab.bh_name[0], attempts);
+				       lab.bh_name[0], tries);
 	if (nconcl == 0)
 		return kr_inconclusive(med, "too few echoes in %d provoked windows", nprovoked);
 	if (verdict == KR_SKIP)
 		return kr_inconclusive(med, "windows disagree: %d pass, %d fail", npass, nfail);
-	if (nconcl < need)
-		return kr_inconclusive(med, "%d of %d windows counted, need %d", nconcl,
-				       attempts, need);
-	if (opt_path == PATH_NAPI)
-		return kr_verdict(verdict, med, "out_p50=%.3fms path=%s", out_p50, path);
-	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s woken=%d/%d", out_p50, path,
-			  nprovoked, attempts);
+	if (nconcl < 2 && o->repeat >= 2)
+		return kr_inconclusive(med, "%d of %d windows counted, need 2", nconcl, tries);
+	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s%s", out_p50, path,
+			  opt_napi ? "" : kr_strf(" woken=%d/%d", nprovoked, tries));
 }
 
 static const struct kr_prog prog = {
 	.name = "rt_starve",
 	.summary = "an RT task on the packet-processing CPU starves the bottom half",
 	.description =
-		"Builds two network namespaces joined by a veth pair, sends a UDP probe every\n"
-		"--interval from a client to an echo server (both on a CPU other than --cpu)\n"
-		"and measures round trips. The server veth's bottom half runs on the victim\n"
-		"CPU (--cpu, default the last): --path ksoftirqd by RPS, with a burst of UDP\n"
-		"GSO datagrams at the window start to force the softirq deferral to\n"
-		"ksoftirqd/N; --path napi by threaded NAPI, the napi kthread pinned there.\n"
-		"In the middle of each repeat a SCHED_FIFO busy loop owns the victim CPU for\n"
-		"--window (watchdog-bounded). Round trips of probes sent inside the window are\n"
-		"compared with those outside it. The report says whether the bottom-half\n"
-		"thread was woken in the window (/proc/PID/stat, schedstat).\n"
-		"Kernels: the ksoftirqd path FAILs from 4cd13c21b207 (v4.9) to its revert\n"
-		"d15121be7485 (v6.5); the napi path FAILs on every kernel with threaded NAPI.\n"
-		"--duration is one repeat, the window in its middle (default 1.2 s, 3 repeats).\n"
-		"--trigger is --path napi; --mitigate raises ksoftirqd/N or the napi threads\n"
-		"to SCHED_FIFO prio+1 for the run (restored after).",
+		"A veth pair joins two network namespaces; a client sends a UDP probe every\n"
+		"--interval to an echo server, both on a CPU other than the victim (--cpu,\n"
+		"default the last), whose bottom half for the server veth is --path\n"
+		"ksoftirqd (RPS, and a burst of UDP GSO datagrams at the window start to\n"
+		"force the softirq deferral) or napi (threaded NAPI, its kthread pinned\n"
+		"there). In the middle of each repeat (--duration, default 1.2 s) a\n"
+		"watchdog-bounded SCHED_FIFO loop owns the victim for --window; round trips\n"
+		"of probes sent inside the window are compared with those outside it.\n"
+		"20 ms: starved windows gave medians of 180-270 ms, healthy ones < 1 ms.\n"
+		"Kernels: ksoftirqd FAILs from 4cd13c21b207 (v4.9) to its revert\n"
+		"d15121be7485 (v6.5); napi on every kernel with threaded NAPI.\n"
+		"--trigger is --path napi; --mitigate raises ksoftirqd/N or the napi\n"
+		"threads to SCHED_FIFO prio+1 for the run (restored after).",
 	.example = "rt_starve --path napi --mitigate",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.metric = "in_p50",
