@@ -725,13 +725,11 @@ static const struct kr_prog prog = {
 	.summary = "wakeup latency of idle states, split with SO_TIMESTAMPING",
 	.description =
 		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on\n"
-		"--cpu, over veth between two private namespaces (--path lo: their\n"
-		"loopback; two hosts: 'hwts --listen' on one, 'hwts --iface IF --peer\n"
-		"ADDR' on the other), and splits their latency with SO_TIMESTAMPING\n"
-		"(user->qdisc/driver/NIC, NIC->kernel, kernel->user). Conditions, in 5\n"
-		"interleaved rounds: idle, and awake: the CPU kept out of idle states\n"
-		"by /dev/cpu_dma_latency = 0 (pmqos) or a SCHED_IDLE spinner (spin;\n"
-		"auto takes spin when the CPU has no cpuidle state besides POLL).\n"
+		"--cpu (veth or lo between two namespaces, or 'hwts --listen' on\n"
+		"--peer) and splits their latency with SO_TIMESTAMPING. Conditions,\n"
+		"in 5 interleaved rounds: idle, and awake: /dev/cpu_dma_latency = 0\n"
+		"(pmqos) or a SCHED_IDLE spinner (spin; auto takes spin when the CPU\n"
+		"has no cpuidle state besides POLL).\n"
 		"Late: kernel->user above the awake p50 + --late (25 us: a shallow\n"
 		"state adds a few us, C6 100-300 us). Threshold 5 %: the original's\n"
 		"C6 exits hit some packets, not the median; noise that hits both\n"
