@@ -27,18 +27,14 @@
 #include <linux/net_tstamp.h>
 #include <math.h>
 #include <net/if.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define HW_MAGIC 0x68777473U
 #define HW_STOP_SEQ 0xffffffffU
-#define HW_MAX_STATES 10
-#define HW_MAX_CONDS (2 + HW_MAX_STATES)
 #define HW_ROUNDS 5 /* blocks per condition, interleaved ABBA */
 /* A packet is late when its kernel->user latency exceeds the awake median by more than
  * --late (default 25 us): well above what a shallow state's exit adds (C1: 1-2 us, an IPI
@@ -50,17 +46,16 @@
  * (here 2.0-2.4 per packet); with other tasks on it, 0.03-0.63 were seen. */
 #define HW_MIN_IDLE_ENTRIES 0.9
 
-enum hw_path { HW_PATH_VETH, HW_PATH_LO, HW_PATH_IFACE };
-enum hw_awake { HW_AWAKE_AUTO, HW_AWAKE_PMQOS, HW_AWAKE_SPIN };
-enum hw_kind { HW_IDLE, HW_PMQOS, HW_SPIN, HW_NOSTATE };
+enum { PATH_VETH, PATH_LO, PATH_IFACE };
+enum { AWAKE_AUTO, AWAKE_PMQOS, AWAKE_SPIN };
+enum { C_IDLE, C_PMQOS, C_SPIN, C_NOSTATE };
 
 static struct {
-	int path, awake; /* enum hw_path, enum hw_awake */
+	int path, awake;
 	int64_t spacing_ns, late_ns;
-	long packets; /* per condition; 0: from --duration */
+	long packets, port; /* packets per condition; 0: from --duration */
 	bool per_state, listen;
 	const char *iface, *peer;
-	long port;
 } cfg = { .spacing_ns = 10000000, .port = 7469, .late_ns = (int64_t)(HW_LATE_US * 1000) };
 
 static const struct kr_option hwts_options[] = {
@@ -84,47 +79,33 @@ struct hw_sample {
 	bool warmup;
 	int64_t t[NT];
 };
-
 struct hw_pkt {
 	uint32_t magic, seq;
 	uint16_t reply_port, pad16;
 	uint32_t pad32;
 	int64_t t_send;
 };
-
 struct hw_cond {
 	char name[16];
-	enum hw_kind kind;
-	int state;			 /* HW_NOSTATE: the disabled state */
-	uint64_t entries[HW_MAX_STATES]; /* state usage delta during its blocks */
+	int kind, state;		      /* C_NOSTATE: the disabled state */
+	uint64_t entries[KR_MAX_IDLE_STATES]; /* state usage delta during its blocks */
 	long sent;
 };
 
-static struct kr_idle_state states[HW_MAX_STATES];
-static int nstates, rx_cpu, tx_cpu, nconds, txfd = -1, rxfd = -1;
-static struct hw_cond conds[HW_MAX_CONDS];
+static struct kr_idle_state states[KR_MAX_IDLE_STATES];
+static int nstates, rx_cpu, tx_cpu, nconds, txfd, rxfd;
+static struct hw_cond conds[2 + KR_MAX_IDLE_STATES];
 static struct hw_sample *samples;
 static double *buf, *abuf;
 static uint32_t nsamples, next_seq;
 static atomic_bool spin_stop, rx_stop;
 static struct sockaddr_in dst;
-static char rx_if[IFNAMSIZ], hw_why[160];
+static char rx_if[IFNAMSIZ], hw_why[160] = "not tried (no --iface)";
 static bool hw_rx, hw_tx; /* hardware stamps on */
 
 /* ---- the verdict rule and its inputs (unit-tested) ---- */
-
-/* share (%) of v[0..n) above limit */
-static double late_pct(const double *v, size_t n, double limit)
-{
-	size_t late = 0;
-
-	for (size_t i = 0; i < n; i++)
-		late += v[i] > limit;
-	return n ? 100.0 * (double)late / (double)n : NAN;
-}
-
 struct hw_late {
-	double awake_p50, limit, idle_pct, awake_pct, added; /* added = idle_pct - awake_pct */
+	double limit, idle_pct, awake_pct, added; /* added = idle_pct - awake_pct */
 };
 
 /* Late packets added by idling: both conditions against one limit, awake p50 + late_us.
@@ -133,16 +114,20 @@ struct hw_late {
 static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, size_t na,
 				double late_us)
 {
-	struct hw_late r = { NAN, NAN, NAN, NAN, NAN };
+	struct hw_late r = { NAN, NAN, NAN, NAN };
 	struct kr_stats st;
+	size_t li = 0, la = 0;
 
 	if (!ni || !na)
 		return r;
 	kr_stats(awake, na, &st);
-	r.awake_p50 = kr_percentile(awake, na, 50);
-	r.limit = r.awake_p50 + late_us;
-	r.idle_pct = late_pct(idle, ni, r.limit);
-	r.awake_pct = late_pct(awake, na, r.limit);
+	r.limit = st.median + late_us;
+	for (size_t i = 0; i < ni || i < na; i++) {
+		li += i < ni && idle[i] > r.limit;
+		la += i < na && awake[i] > r.limit;
+	}
+	r.idle_pct = 100.0 * (double)li / (double)ni;
+	r.awake_pct = 100.0 * (double)la / (double)na;
 	r.added = r.idle_pct - r.awake_pct;
 	return r;
 }
@@ -159,21 +144,21 @@ static enum kr_verdict hwts_rule(double added_pct, double threshold_pct)
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
-/* the CPU idled between packets: entries into any state per packet in the idle condition */
-static bool hwts_idled(const uint64_t *entries, int n, long packets)
+/* entries into any state per packet (the CPU idled: >= HW_MIN_IDLE_ENTRIES) */
+static double hwts_idled(const uint64_t *entries, int n, long packets)
 {
 	uint64_t sum = 0;
 
 	for (int k = 0; k < n; k++)
 		sum += entries[k];
-	return packets > 0 && (double)sum / (double)packets >= HW_MIN_IDLE_ENTRIES;
+	return packets > 0 ? (double)sum / (double)packets : 0;
 }
 
 /* A state a CPU can idle in: POLL (a busy loop, exit latency 0) does not count. */
 static bool hwts_has_idle_states(const struct kr_idle_state *st, int n)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(st[i].name, "POLL") != 0)
+	while (n-- > 0)
+		if (strcmp(st[n].name, "POLL"))
 			return true;
 	return false;
 }
@@ -185,23 +170,19 @@ static int hwts_parse(int index, const char *arg)
 
 	switch (index) {
 	case 0: return (cfg.path = kr_parse_choice("--path", arg, "veth|lo")) < 0 ? -1 : 0;
-	case 1:
-		return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000,
-					    &cfg.spacing_ns);
+	case 1: return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000, &cfg.spacing_ns);
 	case 2: return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
 	case 3: return (cfg.awake = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0 ? -1 : 0;
-	case 4: cfg.per_state = true; return 0;
+	case 4: return !(cfg.per_state = true);
 	case 5:
 		if (!*arg || strlen(arg) >= IFNAMSIZ)
 			return kr_usage_error("--iface: expected an interface name (< %d chars)", IFNAMSIZ);
-		cfg.iface = arg;
-		return 0;
+		return !(cfg.iface = arg);
 	case 6:
 		if (inet_pton(AF_INET, arg, &a) != 1)
 			return kr_usage_error("--peer: expected an IPv4 address, got '%s'", arg);
-		cfg.peer = arg;
-		return 0;
-	case 7: cfg.listen = true; return 0;
+		return !(cfg.peer = arg);
+	case 7: return !(cfg.listen = true);
 	case 8: return kr_parse_long("--port", arg, 1, 65534, &cfg.port);
 	case 9: return kr_parse_duration_ns("--late", arg, "us", 1000, 100000000, &cfg.late_ns);
 	}
@@ -216,7 +197,7 @@ static int hwts_validate(const struct kr_opts *o)
 	if (cfg.iface && !cfg.peer && !cfg.listen)
 		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
 	if (cfg.peer || cfg.listen)
-		cfg.path = HW_PATH_IFACE;
+		cfg.path = PATH_IFACE;
 	return 0;
 }
 
@@ -224,22 +205,19 @@ static int hwts_validate(const struct kr_opts *o)
 /* entries[k] += sign * usage of the receiver CPU's state k (modulo 2^64: a later + cancels) */
 static void add_usage(uint64_t *entries, int sign)
 {
-	char p[160];
-	uint64_t u;
+	struct kr_idle_state st[KR_MAX_IDLE_STATES];
+	int n = kr_cpuidle_states(NULL, rx_cpu, st, nstates);
 
-	for (int k = 0; k < nstates; k++) {
-		kr_cpuidle_path(NULL, rx_cpu, k, "usage", p, sizeof(p));
-		entries[k] += kr_read_u64(p, &u) < 0 ? 0 : (uint64_t)sign * u;
-	}
+	for (int k = 0; k < n; k++)
+		entries[k] += (uint64_t)sign * st[k].usage;
 }
 
+/* SCHED_IDLE: runs only when the CPU would otherwise idle; any wakeup preempts it */
 static void *spinner(void *arg)
 {
-	(void)arg;
-	/* SCHED_IDLE: runs only when the CPU would otherwise idle; any wakeup preempts it */
 	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
 		__asm__ __volatile__("" ::: "memory");
-	return NULL;
+	return arg;
 }
 
 /* enter (on) or leave condition c */
@@ -250,33 +228,28 @@ static int cond_set(const struct hw_cond *c, bool on)
 	int32_t zero = 0;
 	char p[160];
 
-	switch (c->kind) {
-	case HW_IDLE:
-		return 0;
-	case HW_SPIN:
+	if (c->kind == C_NOSTATE) {
+		kr_cpuidle_path(NULL, rx_cpu, c->state, "disable", p, sizeof(p));
+		if (on)
+			return kr_journal_write(p, "1");
+		if (kr_journal_write(p, states[c->state].disable) < 0)
+			kr_warn("cannot re-enable %s: %s (restored at exit)", p, strerror(errno));
+	} else if (c->kind == C_SPIN) {
 		atomic_store(&spin_stop, !on);
 		if (!on)
 			return pthread_join(spin, NULL);
 		if (kr_thread_start(&spin, rx_cpu, SCHED_IDLE, 0, spinner, NULL) < 0)
 			return -1;
-		break;
-	case HW_PMQOS:
+		kr_sleep_ns(2000000); /* let it reach the CPU */
+	} else if (c->kind == C_PMQOS) {
 		/* held while open; closing the fd (or dying) drops the request: nothing to journal */
 		if (!on)
 			return close(pmqos_fd);
 		pmqos_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
 		if (pmqos_fd < 0 || write(pmqos_fd, &zero, sizeof(zero)) != sizeof(zero))
 			return -1;
-		break;
-	case HW_NOSTATE:
-		kr_cpuidle_path(NULL, rx_cpu, c->state, "disable", p, sizeof(p));
-		if (on)
-			return kr_journal_write(p, "1");
-		if (kr_journal_write(p, states[c->state].disable) < 0)
-			kr_warn("cannot re-enable %s: %s (restored at exit)", p, strerror(errno));
-		return 0;
+		kr_sleep_ns(2000000);
 	}
-	kr_sleep_ns(2000000); /* let it reach the CPU */
 	return 0;
 }
 
@@ -293,25 +266,6 @@ static struct sockaddr_in inaddr(const char *ip, long port)
 static int64_t ts_ns(const struct timespec *t)
 {
 	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
-}
-
-/* hardware stamping as ETHTOOL_GET_TS_INFO reports it: hw_rx, hw_tx, else why not */
-static void query_caps(int nsfd, const char *ifname)
-{
-	struct ethtool_ts_info ti = { .cmd = ETHTOOL_GET_TS_INFO };
-
-	if (kr_netns_ethtool(nsfd, ifname, &ti) < 0) {
-		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
-			 ifname, strerror(errno));
-		return;
-	}
-	hw_rx = (ti.so_timestamping & SOF_TIMESTAMPING_RX_HARDWARE) &&
-		(ti.rx_filters & (1u << HWTSTAMP_FILTER_ALL));
-	hw_tx = (ti.so_timestamping & SOF_TIMESTAMPING_TX_HARDWARE) &&
-		(ti.tx_types & (1u << HWTSTAMP_TX_ON));
-	if (!hw_rx && !hw_tx)
-		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (so_timestamping %#x, phc %d)",
-			 ifname, ti.so_timestamping, ti.phc_index);
 }
 
 /* the SCM_TIMESTAMPING stamps of a message: [0] software, [2] raw hardware */
@@ -331,10 +285,12 @@ static const struct scm_timestamping *find_stamps(struct msghdr *m, struct sock_
 /* TX stamps from the sender's error queue; OPT_ID numbers sends from 0, as seq does */
 static void drain_errqueue(void)
 {
+	char ctrl[512];
+	struct msghdr m = { .msg_control = ctrl };
+
 	for (;;) {
-		char ctrl[512];
-		struct msghdr m = { .msg_control = ctrl, .msg_controllen = sizeof(ctrl) };
 		struct sock_extended_err *ee = NULL;
+		m.msg_controllen = sizeof(ctrl);
 		if (recvmsg(txfd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return;
 		const struct scm_timestamping *ts = find_stamps(&m, &ee);
@@ -352,28 +308,25 @@ static void drain_errqueue(void)
 
 static void *receiver(void *arg)
 {
-	(void)arg;
+	char ctrl[512];
+	struct hw_pkt p;
+	struct iovec iov = { &p, sizeof(p) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl };
+	struct timespec now;
+
 	for (;;) {
-		char ctrl[512];
-		struct hw_pkt p;
-		struct iovec iov = { &p, sizeof(p) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
-				    .msg_controllen = sizeof(ctrl) };
-		struct timespec now;
+		m.msg_controllen = sizeof(ctrl);
 		ssize_t r = recvmsg(rxfd, &m, 0);
 		clock_gettime(CLOCK_REALTIME, &now);
-		if (r < 0) {
-			if ((errno == EAGAIN || errno == EINTR) && !atomic_load(&rx_stop))
-				continue;
-			return NULL;
-		}
-		if (r == sizeof(p) && p.magic == HW_MAGIC && p.seq == HW_STOP_SEQ)
-			return NULL;
+		if (r < 0 && (errno == EAGAIN || errno == EINTR) && !atomic_load(&rx_stop))
+			continue;
+		if (r < 0 || (r == sizeof(p) && p.magic == HW_MAGIC && p.seq == HW_STOP_SEQ))
+			return arg;
 		if (r != sizeof(p) || p.magic != HW_MAGIC || p.seq >= nsamples)
 			continue;
 		int64_t *t = samples[p.seq].t;
-		t[T_USER] = ts_ns(&now);
 		const struct scm_timestamping *ts = find_stamps(&m, NULL);
+		t[T_USER] = ts_ns(&now);
 		if (ts) {
 			t[T_RXSW] = ts_ns(&ts->ts[0]);
 			t[T_RXHW] = ts_ns(&ts->ts[2]);
@@ -385,8 +338,9 @@ static void *receiver(void *arg)
 static int reflect(const struct kr_opts *o)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in me = inaddr(NULL, cfg.port);
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	struct sockaddr_in me = inaddr(NULL, cfg.port), from;
+	struct timeval tv = { .tv_usec = 200000 };
+	struct hw_pkt p;
 	long n = 0;
 
 	kr_param("mode", "listen");
@@ -397,8 +351,6 @@ static int reflect(const struct kr_opts *o)
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
 		return kr_error("listen on port %ld: %s", cfg.port, strerror(errno));
 	for (int64_t end = kr_now_ns() + (int64_t)(o->duration_s * 1e9); kr_now_ns() < end;) {
-		struct hw_pkt p;
-		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		if (recvfrom(fd, &p, sizeof(p), 0, (struct sockaddr *)&from, &fl) != sizeof(p) ||
 		    p.magic != HW_MAGIC)
@@ -409,32 +361,29 @@ static int reflect(const struct kr_opts *o)
 			break;
 		n++;
 	}
-	close(fd);
-	kr_say("reflected %ld packets", n);
 	return kr_skip(KR_EXIT_SKIP_MACHINE, "listen mode reflected %ld packets (the verdict is the peer's)", n);
 }
 
 /* The sockets: in two private namespaces held by fds (they vanish with the process),
  * over veth or their lo; or with --peer in this one, toward a reflector, with hardware
- * stamps when --iface has them. */
+ * stamps when --iface has them (ETHTOOL_GET_TS_INFO). */
 static int open_net(void)
 {
-	const char *src = NULL, *to = cfg.peer;
-	socklen_t iflen = cfg.iface ? (socklen_t)strlen(cfg.iface) : 0;
+	const char *src = NULL, *to = cfg.peer, *ifn = cfg.iface;
 	int nsa = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), nsb = nsa;
 	long port = cfg.port;
 	char ifa[IFNAMSIZ];
+	struct ethtool_ts_info ti = { .cmd = ETHTOOL_GET_TS_INFO };
 
-	snprintf(rx_if, sizeof(rx_if), "%s", cfg.iface ? cfg.iface : "(routed)");
-	snprintf(hw_why, sizeof(hw_why), "not tried (no --iface)");
-	if (cfg.path != HW_PATH_IFACE) {
+	snprintf(rx_if, sizeof(rx_if), "%s", ifn ? ifn : "(routed)");
+	if (cfg.path != PATH_IFACE) {
 		src = "10.77.0.1", to = "10.77.0.2", port = cfg.port + 1;
 		snprintf(ifa, sizeof(ifa), "kr%ua", (unsigned)getpid() % 100000u);
 		snprintf(rx_if, sizeof(rx_if), "kr%ub", (unsigned)getpid() % 100000u);
 		if ((nsa = kr_netns_new()) < 0 || (nsb = kr_netns_new()) < 0)
 			return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
 				       strerror(errno));
-		if (cfg.path == HW_PATH_LO) {
+		if (cfg.path == PATH_LO) {
 			nsa = nsb;
 			src = to = "127.0.0.1";
 			snprintf(rx_if, sizeof(rx_if), "lo");
@@ -442,37 +391,43 @@ static int open_net(void)
 			return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
 		}
 	}
-	if (src || cfg.iface)
-		query_caps(nsb, rx_if);
-	if (src) {
-		/* virtual devices have no NIC clock: SIOCSHWTSTAMP is never tried on them */
-		if (hw_rx || hw_tx)
-			snprintf(hw_why, sizeof(hw_why), "not used on virtual %s", rx_if);
-		hw_rx = hw_tx = false;
-	} else if ((hw_rx || hw_tx) &&
-		   kr_journal_hwtstamp(cfg.iface, hw_tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
-				       hw_rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE) < 0) {
-		/* on the NIC for the run: journaled, restored however the run ends */
-		return kr_error("SIOCSHWTSTAMP on %s: %s", cfg.iface, strerror(errno));
-	}
+	/* virtual devices have no NIC clock: never asked */
+	if (src)
+		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (virtual)", rx_if);
+	else if (ifn && kr_netns_ethtool(nsb, rx_if, &ti) < 0)
+		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
+			 rx_if, strerror(errno));
+	else if (ifn)
+		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (so_timestamping %#x, phc %d)",
+			 rx_if, ti.so_timestamping, ti.phc_index);
+	hw_rx = (ti.so_timestamping & SOF_TIMESTAMPING_RX_HARDWARE) &&
+		(ti.rx_filters & (1u << HWTSTAMP_FILTER_ALL));
+	hw_tx = (ti.so_timestamping & SOF_TIMESTAMPING_TX_HARDWARE) &&
+		(ti.tx_types & (1u << HWTSTAMP_TX_ON));
+	/* on the NIC for the run: journaled, restored however the run ends */
+	if ((hw_rx || hw_tx) &&
+	    kr_journal_hwtstamp(ifn, hw_tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
+				hw_rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE) < 0)
+		return kr_error("SIOCSHWTSTAMP on %s: %s", ifn, strerror(errno));
 	struct sockaddr_in from = inaddr(src, 0), me = inaddr(src ? to : NULL, cfg.port + 1);
+	socklen_t iflen = ifn ? (socklen_t)strlen(ifn) : 0;
 	dst = inaddr(to, port);
 	txfd = kr_netns_socket(nsa, AF_INET, SOCK_DGRAM, 0);
 	rxfd = kr_netns_socket(nsb, AF_INET, SOCK_DGRAM, 0);
 	if (txfd < 0 || rxfd < 0 ||
-	    (iflen && setsockopt(txfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
-	    (iflen && setsockopt(rxfd, SOL_SOCKET, SO_BINDTODEVICE, cfg.iface, iflen) < 0) ||
+	    (iflen && setsockopt(txfd, SOL_SOCKET, SO_BINDTODEVICE, ifn, iflen) < 0) ||
+	    (iflen && setsockopt(rxfd, SOL_SOCKET, SO_BINDTODEVICE, ifn, iflen) < 0) ||
 	    bind(rxfd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
 	    bind(txfd, (struct sockaddr *)&from, sizeof(from)) < 0)
 		return kr_error("sockets %s %s: %s", src ? "in the namespaces to" : "toward", to,
 				strerror(errno));
 	/* RX: software (and hardware) stamps; TX: qdisc, driver (and NIC), numbered by OPT_ID */
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
-	int raw = SOF_TIMESTAMPING_RAW_HARDWARE, sw = SOF_TIMESTAMPING_SOFTWARE;
-	int rxf = sw | SOF_TIMESTAMPING_RX_SOFTWARE | (hw_rx ? raw | SOF_TIMESTAMPING_RX_HARDWARE : 0);
+	struct timeval tv = { .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
+	int hw = SOF_TIMESTAMPING_RAW_HARDWARE, sw = SOF_TIMESTAMPING_SOFTWARE;
+	int rxf = sw | SOF_TIMESTAMPING_RX_SOFTWARE | (hw_rx ? hw | SOF_TIMESTAMPING_RX_HARDWARE : 0);
 	int txf = sw | SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_SOFTWARE |
 		  SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY |
-		  (hw_tx ? raw | SOF_TIMESTAMPING_TX_HARDWARE : 0);
+		  (hw_tx ? hw | SOF_TIMESTAMPING_TX_HARDWARE : 0);
 	if (setsockopt(rxfd, SOL_SOCKET, SO_TIMESTAMPING, &rxf, sizeof(rxf)) < 0 ||
 	    setsockopt(txfd, SOL_SOCKET, SO_TIMESTAMPING, &txf, sizeof(txf)) < 0 ||
 	    setsockopt(rxfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
@@ -480,69 +435,55 @@ static int open_net(void)
 	return 0;
 }
 
-/* ---- the measurement ---- */
-static int send_block(int c, int rep, long count)
+/* ---- the measurement: all conditions, interleaved in rounds (ABBA); per_block + 1
+ * packets a block (the first after a switch is a warmup); state entries per block ---- */
+static int measure(int repeat, long per_block)
 {
-	int64_t t = kr_now_ns() + cfg.spacing_ns;
-
-	/* count + 1 packets: the first after a switch of condition is a warmup */
-	for (long i = 0; i <= count && next_seq < nsamples; i++, t += cfg.spacing_ns) {
-		struct hw_sample *s = &samples[next_seq];
-		struct hw_pkt p = { .magic = HW_MAGIC, .seq = next_seq,
-				    .reply_port = (uint16_t)(cfg.port + 1) };
-		struct timespec now;
-		kr_sleep_until_ns(t);
-		s->cond = c;
-		s->rep = rep;
-		s->warmup = i == 0;
-		clock_gettime(CLOCK_REALTIME, &now);
-		p.t_send = s->t[T_SEND] = ts_ns(&now);
-		if (sendto(txfd, &p, sizeof(p), 0, (const struct sockaddr *)&dst, sizeof(dst)) < 0)
-			return kr_error("sendto: %s", strerror(errno));
-		next_seq++;
-		conds[c].sent++;
-		drain_errqueue();
-	}
-	return 0;
-}
-
-/* all conditions, interleaved in rounds (ABBA), the state entries counted per block */
-static int measure(const struct kr_opts *o, long per_block)
-{
+	struct hw_pkt p = { .magic = HW_MAGIC, .reply_port = (uint16_t)(cfg.port + 1) };
+	struct timespec now;
 	pthread_t rxt;
 
 	if (kr_pin_self(tx_cpu) < 0 ||
 	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, NULL) < 0)
 		return kr_error("pinning to cpu%d/cpu%d: %s", tx_cpu, rx_cpu, strerror(errno));
-	for (int rep = 0; rep < o->repeat; rep++) {
+	for (int rep = 0; rep < repeat; rep++)
 		for (int round = 0; round < HW_ROUNDS; round++) {
-			kr_progress("repeat %d/%d round %d/%d", rep + 1, o->repeat, round + 1, HW_ROUNDS);
+			kr_progress("repeat %d/%d round %d/%d", rep + 1, repeat, round + 1, HW_ROUNDS);
 			for (int j = 0; j < nconds; j++) {
-				int c = round % 2 ? nconds - 1 - j : j;
-				if (cond_set(&conds[c], true) < 0)
-					return kr_error("condition %s: %s", conds[c].name, strerror(errno));
-				add_usage(conds[c].entries, -1);
-				int r = send_block(c, rep, per_block);
-				add_usage(conds[c].entries, 1);
-				cond_set(&conds[c], false);
-				if (r)
-					return r;
+				int ci = round % 2 ? nconds - 1 - j : j;
+				struct hw_cond *c = &conds[ci];
+				if (cond_set(c, true) < 0)
+					return kr_error("condition %s: %s", c->name, strerror(errno));
+				add_usage(c->entries, -1);
+				int64_t t = kr_now_ns() + cfg.spacing_ns;
+				for (long i = 0; i <= per_block; i++, t += cfg.spacing_ns, c->sent++) {
+					struct hw_sample *s = &samples[next_seq];
+					kr_sleep_until_ns(t);
+					*s = (struct hw_sample){ .cond = ci, .rep = rep, .warmup = !i };
+					clock_gettime(CLOCK_REALTIME, &now);
+					p.t_send = s->t[T_SEND] = ts_ns(&now);
+					p.seq = next_seq++;
+					if (sendto(txfd, &p, sizeof(p), 0, (struct sockaddr *)&dst,
+						   sizeof(dst)) < 0)
+						return kr_error("sendto: %s", strerror(errno));
+					drain_errqueue();
+				}
+				add_usage(c->entries, 1);
+				cond_set(c, false);
 			}
 		}
-	}
 	/* the last packets, then stop the receiver */
 	kr_sleep_ns(50000000);
 	drain_errqueue();
-	struct hw_pkt stop = { .magic = HW_MAGIC, .seq = HW_STOP_SEQ,
-			       .reply_port = (uint16_t)(cfg.port + 1) };
+	p.seq = HW_STOP_SEQ;
 	atomic_store(&rx_stop, true);
-	sendto(txfd, &stop, sizeof(stop), 0, (struct sockaddr *)&dst, sizeof(dst));
+	sendto(txfd, &p, sizeof(p), 0, (struct sockaddr *)&dst, sizeof(dst));
 	pthread_join(rxt, NULL);
 	return 0;
 }
 
-/* ---- segments and percentiles ---- */
-enum hw_seg { SEG_K2U, SEG_STACK, SEG_NIC2K, SEG_TXQ, SEG_TXDRV, SEG_TXNIC, SEG_U2U, NSEG };
+/* ---- segments (with --peer, driver->kernel and user->user span the round trip) ---- */
+enum { SEG_K2U, SEG_STACK, SEG_NIC2K, SEG_TXQ, SEG_TXDRV, SEG_TXNIC, SEG_U2U, NSEG };
 static const struct {
 	const char *name, *key;
 	int from, to;
@@ -556,48 +497,34 @@ static const struct {
 	{ "user->user", "user_to_user", T_SEND, T_USER },
 };
 
-/* one segment of one sample in us, NAN when a stamp is missing (with --peer,
- * driver->kernel and user->user span the round trip) */
-static double seg_us(const struct hw_sample *s, enum hw_seg g)
+/* one segment of one sample in us, NAN when a stamp is missing */
+static double seg_us(const struct hw_sample *s, int g)
 {
 	int64_t a = s->t[seg[g].from], b = s->t[seg[g].to];
 
 	return a && b ? (double)(b - a) / 1000.0 : NAN;
 }
 
-/* segment g of condition c's samples into v (rep < 0: all repeats); returns how many */
-static size_t collect(int c, int rep, enum hw_seg g, double *v)
+/* segment g of condition c's samples (rep < 0: all repeats) into v, sorted; returns how many */
+static size_t collect(int c, int rep, int g, double *v)
 {
+	struct kr_stats st;
 	size_t n = 0;
 
-	for (uint32_t i = 0; i < nsamples; i++) {
+	for (uint32_t i = 0; i < next_seq; i++) {
 		const struct hw_sample *s = &samples[i];
 		double x = seg_us(s, g);
 		if (s->cond == c && !s->warmup && (rep < 0 || s->rep == rep) && isfinite(x))
 			v[n++] = x;
 	}
+	kr_stats(v, n, &st);
 	return n;
 }
 
-struct hw_pct {
-	size_t n;
-	double p50, p90, p99, max;
-};
-
-/* percentiles of segment g over condition c, all repeats */
-static struct hw_pct pct(int c, enum hw_seg g)
+/* percentile p of segment g over condition c, all repeats */
+static double pct(int c, int g, double p)
 {
-	struct hw_pct r = { collect(c, -1, g, buf), NAN, NAN, NAN, NAN };
-	struct kr_stats st;
-
-	if (!r.n)
-		return r;
-	kr_stats(buf, r.n, &st);
-	r.p50 = kr_percentile(buf, r.n, 50);
-	r.p90 = kr_percentile(buf, r.n, 90);
-	r.p99 = kr_percentile(buf, r.n, 99);
-	r.max = st.max;
-	return r;
+	return kr_percentile(buf, collect(c, -1, g, buf), p);
 }
 
 static double per_packet(const struct hw_cond *c, int k)
@@ -608,35 +535,28 @@ static double per_packet(const struct hw_cond *c, int k)
 /* the table of segments x conditions, state entries, per-state savings */
 static void report(const char *gov)
 {
-	char key[96];
+	char key[96], line[128];
 
-	kr_say("%s", "");
-	kr_say("%-15s %-12s %8s %8s %8s %8s", "segment (us)", "condition", "p50", "p90", "p99", "max");
-	for (int g = 0; g < NSEG; g++) {
-		const char *why = NULL;
+	kr_say("\n%-15s %-12s %8s %8s %8s %8s", "segment (us)", "condition", "p50", "p90", "p99",
+	       "max");
+	for (int g = 0; g < NSEG; g++)
 		for (int c = 0; c < nconds; c++) {
-			struct hw_pct q = pct(c, (enum hw_seg)g);
-			if (!q.n) {
-				why = g == SEG_NIC2K ? "no hardware RX stamps" :
-				      g == SEG_TXNIC ? "no hardware TX stamps" : "no stamps";
-				continue;
+			size_t n = collect(c, -1, g, buf);
+			if (!n) {
+				kr_say("%-15s no stamps", seg[g].name);
+				break;
 			}
 			kr_say("%-15s %-12s %8.1f %8.1f %8.1f %8.1f", c ? "" : seg[g].name,
-			       conds[c].name, q.p50, q.p90, q.p99, q.max);
+			       conds[c].name, kr_percentile(buf, n, 50), kr_percentile(buf, n, 90),
+			       kr_percentile(buf, n, 99), buf[n - 1]);
 			snprintf(key, sizeof(key), "%s_%.15s_p50_us", seg[g].key, conds[c].name);
-			kr_measure(key, q.p50);
+			kr_measure(key, kr_percentile(buf, n, 50));
 		}
-		if (why)
-			kr_say("%-15s unavailable: %s", seg[g].name, why);
-	}
-	if (cfg.path == HW_PATH_IFACE)
+	if (cfg.path == PATH_IFACE)
 		kr_say("(with --peer, driver->kernel and user->user span the round trip)");
-	if (nstates) {
-		kr_say("%s", "");
-		kr_say("state entries per packet on cpu%d:", rx_cpu);
-	}
+	if (nstates)
+		kr_say("\nstate entries per packet on cpu%d:", rx_cpu);
 	for (int c = 0; nstates && c < nconds; c++) {
-		char line[128];
 		int len = snprintf(line, sizeof(line), "  %-12s", conds[c].name);
 		for (int k = 0; k < nstates && len < (int)sizeof(line) - 16; k++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, " s%d %.2f", k,
@@ -646,8 +566,8 @@ static void report(const char *gov)
 	/* per-state: which state costs latency */
 	for (int c = 2; c < nconds; c++) {
 		int k = conds[c].state;
-		double d = pct(0, SEG_K2U).p50 - pct(c, SEG_K2U).p50;
-		kr_say("disabling state%d (%s) saves %.1f us of kernel->user p50", k, states[k].name, d);
+		kr_say("disabling state%d (%s) saves %.1f us of kernel->user p50", k, states[k].name,
+		       pct(0, SEG_K2U, 50) - pct(c, SEG_K2U, 50));
 		/* e.g. the haltpoll governor picks its state without looking at 'disable' */
 		if (per_packet(&conds[c], k) > 0.1)
 			kr_say("  but state%d was still entered %.2f times per packet: governor %s\n"
@@ -655,69 +575,72 @@ static void report(const char *gov)
 	}
 }
 
-/* ---- the verdict: per repeat, then the vote ---- */
-static int judge(const struct kr_opts *o, bool have_states)
+/* late packets of repeat rep (< 0: all repeats) */
+static struct hw_late late_of(int rep)
 {
-	double late_us = (double)cfg.late_ns / 1000.0;
+	size_t ni = collect(0, rep, SEG_K2U, buf), na = collect(1, rep, SEG_K2U, abuf);
+
+	return hwts_late(buf, ni, abuf, na, (double)cfg.late_ns / 1000.0);
+}
+
+/* ---- the verdict: per repeat, then the vote ---- */
+static int judge(int repeat, double threshold, bool have_states)
+{
+	static const double at[3] = { 50, 90, 99 };
 	enum kr_verdict v[100];
+	struct hw_late l;
+	double d[3];
 	int npass, nfail;
 
-	kr_say("%s", "");
-	kr_say("late: kernel->user above the awake p50 + %.0f us", late_us);
-	for (int rep = 0; rep < o->repeat; rep++) {
-		size_t ni = collect(0, rep, SEG_K2U, buf), na = collect(1, rep, SEG_K2U, abuf);
-		struct hw_late l = hwts_late(buf, ni, abuf, na, late_us);
-		if ((v[rep] = hwts_rule(l.added, o->threshold)) == KR_ERROR)
+	kr_say("\nlate: kernel->user above the awake p50 + %.0f us", (double)cfg.late_ns / 1000.0);
+	for (int rep = 0; rep < repeat; rep++) {
+		l = late_of(rep);
+		if ((v[rep] = hwts_rule(l.added, threshold)) == KR_ERROR)
 			return kr_error("no kernel->user samples in repeat %d", rep + 1);
-		if (o->repeat > 1)
+		if (repeat > 1)
 			kr_say("repeat %d: late idle %.1f%%, awake %.1f%% (> %.1f us): %+.1f%%",
 			       rep + 1, l.idle_pct, l.awake_pct, l.limit, l.added);
 	}
-	size_t ni = collect(0, -1, SEG_K2U, buf), na = collect(1, -1, SEG_K2U, abuf);
-	struct hw_late all = hwts_late(buf, ni, abuf, na, late_us);
-	struct hw_pct qi = pct(0, SEG_K2U), qa = pct(1, SEG_K2U);
-	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", all.idle_pct, conds[1].name,
-	       all.awake_pct, all.limit);
-	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
-	       qi.p50 - qa.p50, qi.p90 - qa.p90, qi.p99 - qa.p99);
-	kr_measure("late_idle_pct", all.idle_pct);
-	kr_measure("late_awake_pct", all.awake_pct);
-	kr_measure("added_by_idle_p50_us", qi.p50 - qa.p50);
+	l = late_of(-1);
+	for (int i = 0; i < 3; i++)
+		d[i] = pct(0, SEG_K2U, at[i]) - pct(1, SEG_K2U, at[i]);
+	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
+	       l.awake_pct, l.limit);
+	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us", d[0], d[1], d[2]);
+	kr_measure("late_idle_pct", l.idle_pct);
+	kr_measure("late_awake_pct", l.awake_pct);
 	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
 		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
 	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
 	kr_cause("a guest's halt: a VM exit and a host wakeup");
-	if (!have_states && cfg.awake == HW_AWAKE_AUTO)
+	if (!have_states && cfg.awake == AWAKE_AUTO)
 		return kr_skip(KR_EXIT_SKIP_MACHINE,
 			       "no cpuidle states (halt-wakeup penalty p50 %+.1f us, p99 %+.1f us)",
-			       qi.p50 - qa.p50, qi.p99 - qa.p99);
+			       d[0], d[2]);
 	/* an idle condition in which the CPU did not idle compares nothing */
-	if (nstates && !hwts_idled(conds[0].entries, nstates, conds[0].sent)) {
-		double e = 0;
-		for (int k = 0; k < nstates; k++)
-			e += per_packet(&conds[0], k);
-		kr_say("cpu%d entered idle %.2f times per packet in the idle condition", rx_cpu, e);
-		kr_say("(< %.1f): other tasks kept it busy; idle and awake compare nothing",
-		       HW_MIN_IDLE_ENTRIES);
-		return kr_inconclusive(all.added, "cpu%d idled %.2fx per packet", rx_cpu, e);
+	double e = hwts_idled(conds[0].entries, nstates, conds[0].sent);
+	if (nstates && e < HW_MIN_IDLE_ENTRIES) {
+		kr_say("cpu%d idled %.2f times per packet (< %.1f): other tasks kept it busy",
+		       rx_cpu, e, HW_MIN_IDLE_ENTRIES);
+		return kr_inconclusive(l.added, "cpu%d idled %.2fx per packet", rx_cpu, e);
 	}
-	enum kr_verdict final = kr_vote(v, o->repeat, &npass, &nfail);
+	enum kr_verdict final = kr_vote(v, repeat, &npass, &nfail);
 	if (final == KR_SKIP && (npass || nfail))
-		return kr_inconclusive(all.added, "%d repeats PASS, %d FAIL", npass, nfail);
+		return kr_inconclusive(l.added, "%d repeats PASS, %d FAIL", npass, nfail);
 	if (final == KR_SKIP) {
-		kr_say("more awake packets late than idle ones: other load hit the awake");
-		kr_say("blocks harder; idling cannot make packets faster");
-		return kr_inconclusive(all.added, "awake %.0f%% late, idle %.0f%%", all.awake_pct,
-				       all.idle_pct);
+		kr_say("more awake packets late than idle ones: other load hit the awake blocks");
+		return kr_inconclusive(l.added, "awake %.0f%% late, idle %.0f%%", l.awake_pct,
+				       l.idle_pct);
 	}
-	return kr_verdict(final, all.added, "idle=%.0f%% awake=%.0f%% late>%.0fus", all.idle_pct,
-			  all.awake_pct, all.limit);
+	return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus", l.idle_pct,
+			  l.awake_pct, l.limit);
 }
 
 static int run(const struct kr_opts *o)
 {
-	char drv[64] = "none", gov[64] = "none";
+	char drv[64], gov[64];
 	cpu_set_t usable;
+	int r;
 
 	/* requirements first: CPUs (the receiver --cpu, default the highest usable one; the
 	 * sender another), cpuidle, PM QoS; the header describes the measured CPU */
@@ -730,28 +653,25 @@ static int run(const struct kr_opts *o)
 		return reflect(o);
 	if (!cpus_ok)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and receiver)");
-	nstates = kr_cpuidle_states(NULL, rx_cpu, states, HW_MAX_STATES);
+	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	bool have_states = hwts_has_idle_states(states, nstates);
-	enum hw_awake awake = cfg.awake;
-	if (awake == HW_AWAKE_AUTO)
-		awake = have_states ? HW_AWAKE_PMQOS : HW_AWAKE_SPIN;
-	if (awake == HW_AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
+	int awake = cfg.awake ? cfg.awake : have_states ? AWAKE_PMQOS : AWAKE_SPIN;
+	if (awake == AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
 			       strerror(errno));
 	if (cfg.per_state && !have_states)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "--per-state: no cpuidle states on cpu%d", rx_cpu);
 
-	conds[0] = (struct hw_cond){ .name = "idle", .kind = HW_IDLE };
-	conds[1] = awake == HW_AWAKE_SPIN ? (struct hw_cond){ .name = "awake-spin", .kind = HW_SPIN }
-					  : (struct hw_cond){ .name = "awake-pmqos", .kind = HW_PMQOS };
+	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };
+	conds[1] = awake == AWAKE_SPIN ? (struct hw_cond){ .name = "awake-spin", .kind = C_SPIN }
+				       : (struct hw_cond){ .name = "awake-pmqos", .kind = C_PMQOS };
 	nconds = 2;
-	for (int k = 0; cfg.per_state && k < nstates && nconds < HW_MAX_CONDS; k++) {
+	for (int k = 0; cfg.per_state && k < nstates; k++)
 		if (strcmp(states[k].name, "POLL") && !strcmp(states[k].disable, "0")) {
-			conds[nconds] = (struct hw_cond){ .kind = HW_NOSTATE, .state = k };
+			conds[nconds] = (struct hw_cond){ .kind = C_NOSTATE, .state = k };
 			snprintf(conds[nconds++].name, sizeof(conds[0].name), "no-state%u", (unsigned char)k);
 		}
-	}
 	long packets = cfg.packets ? cfg.packets
 				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
 	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
@@ -760,16 +680,14 @@ static int run(const struct kr_opts *o)
 				nconds, per_block * HW_ROUNDS);
 	nsamples = (uint32_t)(o->repeat * nconds * HW_ROUNDS * (per_block + 1));
 	samples = calloc(nsamples, sizeof(*samples));
-	buf = malloc(nsamples * sizeof(double));
-	abuf = malloc(nsamples * sizeof(double));
-	if (!samples || !buf || !abuf)
+	buf = malloc(2 * nsamples * sizeof(double));
+	abuf = buf + nsamples;
+	if (!samples || !buf)
 		return kr_error("out of memory for %u samples", nsamples);
-
-	int r = open_net();
-	if (r)
+	if ((r = open_net()))
 		return r;
 
-	kr_param("path", "%s", cfg.path == HW_PATH_VETH ? "veth" : cfg.path == HW_PATH_LO ? "lo" : "iface");
+	kr_param("path", "%s", (const char *[]){ "veth", "lo", "iface" }[cfg.path]);
 	kr_param("rx_if", "%s", rx_if);
 	if (cfg.peer)
 		kr_param("peer", "%s:%ld", cfg.peer, cfg.port);
@@ -777,21 +695,11 @@ static int run(const struct kr_opts *o)
 	kr_param("sender_cpu", "%d", tx_cpu);
 	kr_param("spacing", "%.3gms", (double)cfg.spacing_ns / 1e6);
 	kr_param("packets", "%ld", per_block * HW_ROUNDS);
-	kr_param("rounds", "%d", HW_ROUNDS);
-	kr_param("awake", "%s", awake == HW_AWAKE_SPIN ? "spin" : "pmqos");
-	kr_param("per_state", "%s", cfg.per_state ? "yes" : "no");
+	kr_param("awake", "%s", awake == AWAKE_SPIN ? "spin" : "pmqos");
 	kr_param("repeat", "%d", o->repeat);
-	kr_say("cpuidle on cpu%d: driver %s, governor %s", rx_cpu, drv, gov);
-	if (!nstates)
-		kr_say("  no cpuidle states (idle is the architecture default, HLT)");
-	for (int k = 0; k < nstates; k++)
-		kr_say("  state%d %-16.16s exit %4ld us  residency %5ld us  %s", k, states[k].name,
-		       states[k].latency_us, states[k].residency_us,
-		       strcmp(states[k].disable, "0") ? "disabled" : "enabled");
 	kr_say("hardware stamps: %s", hw_rx || hw_tx ? "on" : hw_why);
 	kr_measure_str("hardware_timestamps", hw_rx || hw_tx ? "on" : hw_why);
-
-	if ((r = measure(o, per_block)))
+	if ((r = measure(o->repeat, per_block)))
 		return r;
 
 	long lost = 0;
@@ -806,11 +714,10 @@ static int run(const struct kr_opts *o)
 			   seg_us(s, SEG_K2U), seg_us(s, SEG_U2U));
 	}
 	kr_measure("packets_sent", next_seq);
-	kr_measure("packets_lost", (double)lost);
 	if (lost > (long)next_seq / 10)
 		return kr_error("%ld of %u packets lost", lost, next_seq);
 	report(gov);
-	return judge(o, have_states);
+	return judge(o->repeat, o->threshold, have_states);
 }
 
 static const struct kr_prog prog = {
@@ -818,13 +725,11 @@ static const struct kr_prog prog = {
 	.summary = "wakeup latency of idle states, split with SO_TIMESTAMPING",
 	.description =
 		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on\n"
-		"--cpu, over veth between two private namespaces (--path lo: their\n"
-		"loopback; two hosts: 'hwts --listen' on one, 'hwts --iface IF --peer\n"
-		"ADDR' on the other), and splits their latency with SO_TIMESTAMPING\n"
-		"(user->qdisc/driver/NIC, NIC->kernel, kernel->user). Conditions, in 5\n"
-		"interleaved rounds: idle, and awake: the CPU kept out of idle states\n"
-		"by /dev/cpu_dma_latency = 0 (pmqos) or a SCHED_IDLE spinner (spin;\n"
-		"auto takes spin when the CPU has no cpuidle state besides POLL).\n"
+		"--cpu (veth or lo between two namespaces, or 'hwts --listen' on\n"
+		"--peer) and splits their latency with SO_TIMESTAMPING. Conditions,\n"
+		"in 5 interleaved rounds: idle, and awake: /dev/cpu_dma_latency = 0\n"
+		"(pmqos) or a SCHED_IDLE spinner (spin; auto takes spin when the CPU\n"
+		"has no cpuidle state besides POLL).\n"
 		"Late: kernel->user above the awake p50 + --late (25 us: a shallow\n"
 		"state adds a few us, C6 100-300 us). Threshold 5 %: the original's\n"
 		"C6 exits hit some packets, not the median; noise that hits both\n"
@@ -833,20 +738,12 @@ static const struct kr_prog prog = {
 		"'no cpuidle states' (--awake auto), with the halt penalty printed.",
 	.example = "hwts --awake spin --cpu 1",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
-	.metric = "late_added",
-	.unit = "%",
-	.threshold = 5,
-	.threshold_min = 0,
-	.threshold_max = 100,
+	.metric = "late_added", .unit = "%",
+	.threshold = 5, .threshold_min = 0, .threshold_max = 100,
 	.rule = "FAIL when % late (idle) - % late (awake) > threshold;\n"
 		"  late: kernel->user > awake p50 + --late (25 us)",
-	.duration_s = 6,
-	.duration_max_s = 30,
-	.repeat = 1,
-	.options = hwts_options,
-	.parse = hwts_parse,
-	.validate = hwts_validate,
-	.run = run,
+	.duration_s = 6, .duration_max_s = 30, .repeat = 1,
+	.options = hwts_options, .parse = hwts_parse, .validate = hwts_validate, .run = run,
 };
 
 int main(int argc, char **argv)
