@@ -16,9 +16,9 @@
  */
 #include "krepro.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <liburing.h>
 #include <limits.h>
 #include <linux/magic.h>
@@ -86,11 +86,8 @@ static void dio_offsets_init(struct dio_offsets *o, uint64_t nblocks, uint64_t s
 
 	while ((1ULL << bits) < nblocks)
 		bits++;
-	o->nblocks = nblocks;
-	o->mask = (1ULL << bits) - 1;
-	o->half = bits / 2 > 0 ? bits / 2 : 1;
-	o->seed = seed & o->mask;
-	atomic_store(&o->next, 0);
+	*o = (struct dio_offsets){ .nblocks = nblocks, .mask = (1ULL << bits) - 1,
+				   .seed = seed & ((1ULL << bits) - 1), .half = bits > 1 ? bits / 2 : 1 };
 }
 
 /* A bijection of [0, nblocks) (odd multiplications and xorshifts modulo 2^bits, cycle-
@@ -120,43 +117,30 @@ struct dio_device {
 	cpu_set_t irq_cpus; /* the queue IRQs' effective affinity */
 };
 
-/* the names in a directory, without . and .. */
-static int dio_ls(const char *path, char (*names)[64], int max)
-{
-	DIR *dir = opendir(path);
-	struct dirent *e;
-	int n = 0;
-
-	while (dir && n < max && (e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			snprintf(names[n++], 64, "%.63s", e->d_name);
-	if (dir)
-		closedir(dir);
-	return n;
-}
-
 /* A block device (disk or partition) -> the disks that carry its I/O, through the slaves
- * of device-mapper and md devices. root prefixes /sys (the tests use a fake tree). */
-static void dio_leaves(const char *root, const char *name, struct dio_device *d, int depth)
+ * of device-mapper and md devices */
+static void dio_leaves(const char *dev, struct dio_device *d, int depth)
 {
-	char path[PATH_MAX + 64], real[PATH_MAX], slaves[MAX_DISKS][64];
+	char real[PATH_MAX], path[PATH_MAX + 16];
+	glob_t g;
 
-	snprintf(path, sizeof(path), "%s/sys/class/block/%s", root, name);
-	if (depth > 8 || !realpath(path, real))
+	if (depth > 8 || !realpath(dev, real))
 		return;
 	snprintf(path, sizeof(path), "%s/partition", real);
 	if (access(path, F_OK) == 0)
 		*strrchr(real, '/') = 0; /* a partition: its disk is the parent */
-	snprintf(path, sizeof(path), "%s/slaves", real);
-	int n = dio_ls(path, slaves, MAX_DISKS);
-	for (int i = 0; i < n; i++)
-		dio_leaves(root, slaves[i], d, depth + 1);
-	const char *disk = strrchr(real, '/') + 1;
+	snprintf(path, sizeof(path), "%s/slaves/*", real);
+	if (glob(path, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			dio_leaves(g.gl_pathv[i], d, depth + 1);
+		globfree(&g);
+		return;
+	}
 	for (int i = 0; i < d->ndisks; i++)
-		if (!strcmp(d->disks[i], disk))
+		if (!strcmp(d->disks[i], strrchr(real, '/') + 1))
 			return;
-	if (!n && d->ndisks < MAX_DISKS)
-		snprintf(d->disks[d->ndisks++], sizeof(d->disks[0]), "%s", disk);
+	if (d->ndisks < MAX_DISKS)
+		snprintf(d->disks[d->ndisks++], sizeof(d->disks[0]), "%s", strrchr(real, '/') + 1);
 }
 
 /* adds the msi_irqs of the PCI function at or above a device directory, once */
@@ -182,20 +166,24 @@ static int dio_msi_add(struct dio_device *d, const char *dev)
 
 /* The device of the filesystem -> its disks and the PCI functions whose interrupts
  * complete their I/O. A disk on a virtual device (an NVMe multipath head on nvme-subsysN)
- * is tried through the devices listed there (the subsystem's controllers). */
+ * is tried through the devices listed there (the subsystem's controllers). root prefixes
+ * /sys (the tests use a fake tree). */
 static void dio_resolve(const char *root, const char *name, struct dio_device *d)
 {
-	char path[PATH_MAX + 128], ents[256][64];
+	char path[PATH_MAX + 128];
+	glob_t g;
 
 	snprintf(d->name, sizeof(d->name), "%s", name);
-	dio_leaves(root, name, d, 0);
+	snprintf(path, sizeof(path), "%s/sys/class/block/%s", root, name);
+	dio_leaves(path, d, 0);
 	size_t o = (size_t)snprintf(d->chain, sizeof(d->chain), "%s", name);
 	for (int i = 0; i < d->ndisks; i++) {
-		size_t len = (size_t)snprintf(path, sizeof(path), "%s/sys/block/%s/device", root,
-					      d->disks[i]);
-		for (int k = 0, n = dio_msi_add(d, path) < 0 ? dio_ls(path, ents, 256) : 0; k < n; k++) {
-			snprintf(path + len, sizeof(path) - len, "/%.63s/device", ents[k]);
-			dio_msi_add(d, path);
+		snprintf(path, sizeof(path), "%s/sys/block/%s/device", root, d->disks[i]);
+		if (dio_msi_add(d, path) < 0 && strcat(path, "/*/device") &&
+		    glob(path, 0, NULL, &g) == 0) {
+			for (size_t k = 0; k < g.gl_pathc; k++)
+				dio_msi_add(d, g.gl_pathv[k]);
+			globfree(&g);
 		}
 		if (strcmp(d->disks[i], name) && o + 70 < sizeof(d->chain))
 			o += (size_t)snprintf(d->chain + o, sizeof(d->chain) - o, "%s%s",
@@ -207,9 +195,10 @@ static void dio_resolve(const char *root, const char *name, struct dio_device *d
  * interrupts of its I/O queues with their effective affinity */
 static void dio_find_device(dev_t dev, struct dio_device *d)
 {
-	char path[PATH_MAX + 64], real[PATH_MAX], vec[256][64], iname[64], aff[256];
+	char path[PATH_MAX + 64], real[PATH_MAX], iname[64], aff[256];
 	uint64_t v;
 	cpu_set_t s;
+	glob_t g;
 
 	memset(d, 0, sizeof(*d));
 	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(dev), minor(dev));
@@ -219,12 +208,15 @@ static void dio_find_device(dev_t dev, struct dio_device *d)
 		snprintf(d->chain, sizeof(d->chain), "%.60s", path + 15);
 	snprintf(path, sizeof(path), "/sys/block/%s/queue/rq_affinity", d->disks[0]);
 	d->rq_affinity = d->ndisks && kr_read_u64(path, &v) == 0 ? (int)v : -1;
-	for (int m = 0; m < d->nmsi; m++)
-		for (int i = 0, n = dio_ls(d->msi[m], vec, 256); i < n && d->nirq < MAX_IRQS; i++) {
-			int irq = atoi(vec[i]), q = 0;
+	for (int m = 0; m < d->nmsi; m++) {
+		snprintf(path, sizeof(path), "%s/*", d->msi[m]);
+		if (glob(path, 0, NULL, &g))
+			continue;
+		for (size_t i = 0; i < g.gl_pathc && d->nirq < MAX_IRQS; i++) {
+			int irq = atoi(strrchr(g.gl_pathv[i], '/') + 1), q = 0;
 			/* virtio's config vector and NVMe's admin queue carry no completions */
 			snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
-			if (irq <= 0 || kr_irq_name(irq, iname, sizeof(iname)) < 0 ||
+			if (kr_irq_name(irq, iname, sizeof(iname)) < 0 ||
 			    strstr(iname, "config") || (sscanf(iname, "nvme%*dq%d", &q) == 1 && !q) ||
 			    kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
 				continue;
@@ -233,18 +225,19 @@ static void dio_find_device(dev_t dev, struct dio_device *d)
 				snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, iname);
 			d->irqs[d->nirq++] = irq;
 		}
+		globfree(&g);
+	}
 }
 
-/* the device's interrupts by CPU number (KR_MAX_CPUS entries) */
-static void dio_irq_snapshot(const struct dio_device *d, uint64_t *per_cpu)
+/* adds (sign 1) or subtracts (-1) the device's interrupts so far, by CPU number */
+static void dio_irq_count(const struct dio_device *d, uint64_t *per_cpu, int sign)
 {
 	static uint64_t c[KR_MAX_CPUS];
 
-	memset(per_cpu, 0, KR_MAX_CPUS * sizeof(uint64_t));
 	for (int i = 0; i < d->nirq; i++)
 		if (kr_irq_counts(d->irqs[i], c, KR_MAX_CPUS) == 0)
 			for (int j = 0; j < KR_MAX_CPUS; j++)
-				per_cpu[j] += c[j];
+				per_cpu[j] += (uint64_t)sign * c[j];
 }
 
 /* ---- one phase: submitters, samples, figures ---- */
@@ -256,7 +249,7 @@ struct dio_phase {
 	int64_t start, end;		  /* the timed window */
 	pthread_mutex_t lock;
 	size_t n, cap;			  /* the I/Os completed inside the window */
-	double *lat_us, *t_s, iops, p50, p99, max;
+	double *lat_us, *t_s, iops;
 	uint64_t irq_cpu[KR_MAX_CPUS];	  /* the device's interrupts in the phase */
 };
 
@@ -401,7 +394,6 @@ static void *dio_mitigator(void *once)
 static int dio_run_phase(struct dio_phase *ph, const struct dio_device *dev, double duration_s,
 			 bool mitigate)
 {
-	static uint64_t before[KR_MAX_CPUS];
 	pthread_t th[256], mt;
 	int nw = cfg.sync ? cfg.iodepth : 1, n = 0, terr;
 	int64_t len = (int64_t)(duration_s * 1e9);
@@ -418,7 +410,7 @@ static int dio_run_phase(struct dio_phase *ph, const struct dio_device *dev, dou
 			return errno;
 	}
 	pthread_mutex_init(&ph->lock, NULL);
-	dio_irq_snapshot(dev, before);
+	dio_irq_count(dev, ph->irq_cpu, -1);
 	ph->start = kr_now_ns() + 20000000; /* the workers start together */
 	ph->end = ph->start + len;
 	while (n < nw && kr_thread_start(&th[n], -1, SCHED_OTHER, 0, dio_worker, ph) == 0)
@@ -431,9 +423,7 @@ static int dio_run_phase(struct dio_phase *ph, const struct dio_device *dev, dou
 		pthread_join(mt, NULL);
 		ph->raised = mitigator.raised;
 	}
-	dio_irq_snapshot(dev, ph->irq_cpu);
-	for (int j = 0; j < KR_MAX_CPUS; j++)
-		ph->irq_cpu[j] -= before[j];
+	dio_irq_count(dev, ph->irq_cpu, 1);
 	ph->iops = (double)ph->n / ((double)(ph->end - ph->start) / 1e9);
 	return ph->err ? ph->err : terr;
 }
@@ -491,11 +481,9 @@ static int dio_parse(int index, const char *arg)
 /* each phase plus its drain, and the preparation: must fit the supervisor's cap */
 static int dio_validate(const struct kr_opts *o)
 {
-	double d = o->duration_s, cap = kr_program()->duration_max_s;
+	double d = o->duration_s, cap = kr_hard_cap_s() - 5;
 	double need = o->repeat * ((cfg.control ? 3 : 2) * (fmin(d, 3) + 1) + fmax(d - 3, 0)) + 10;
 
-	if (o->duration_set && d * (o->repeat + 2) + 30 > cap)
-		cap = d * (o->repeat + 2) + 30;
 	return need <= cap ? 0 : kr_usage_error("--repeat %d with %.1f s phases needs ~%.0f s, "
 						"over the %.0f s cap: use fewer repeats",
 						o->repeat, d, need, cap);
@@ -546,29 +534,24 @@ static int dio_pick_cpu(const struct kr_opts *o, const struct dio_device *dev,
 {
 	cpu_set_t irq_usable;
 	char cpus[256], irqs[256];
-	int nirqcpu = CPU_COUNT(&dev->irq_cpus);
+	bool by_irq = o->cpu < 0 && dev->rq_affinity != 2;
 
 	CPU_AND(&irq_usable, &dev->irq_cpus, usable);
-	if (o->cpu >= 0 || dev->rq_affinity == 2) {
-		kr_cpu_pick(usable, o->cpu, ccpu, other);
-		snprintf(how, len, o->cpu >= 0 ? "given with --cpu"
-			 : "rq_affinity=2: completes on the submitter's CPU");
-	} else if (!nirqcpu) {
+	if (by_irq && !dev->nirq)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s: %s: "
 			       "give --cpu", dev->chain, !dev->ndisks ? "no block device found"
 			       : !dev->nmsi ? "no PCI MSI interrupts under it" : "no queue IRQs");
-	} else if (kr_cpu_pick(&irq_usable, -1, ccpu, other) < 0) {
+	if (by_irq && kr_cpu_pick(&irq_usable, -1, ccpu, other) < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "the I/O of %s completes on CPU %s, outside "
 			       "this process's CPUs (%s): start it with that CPU in its affinity "
 			       "(taskset)", dev->name, kr_format_cpulist(&dev->irq_cpus, irqs,
 			       sizeof(irqs)), kr_cpus_unusable(cpus, sizeof(cpus)));
-	} else {
-		kr_cpu_pick(usable, *ccpu, ccpu, other);
-		if (nirqcpu == 1)
-			snprintf(how, len, "%s: effective affinity %d", dev->irq_desc, *ccpu);
-		else
-			snprintf(how, len, "%d queue IRQs on several CPUs: the submitter's", dev->nirq);
-	}
+	kr_cpu_pick(usable, by_irq ? *ccpu : o->cpu, ccpu, other);
+	if (by_irq && CPU_COUNT(&dev->irq_cpus) == 1)
+		snprintf(how, len, "%s: effective affinity %d", dev->irq_desc, *ccpu);
+	else
+		snprintf(how, len, "%s", o->cpu >= 0 ? "given with --cpu" : !by_irq ? "rq_affinity=2: "
+			 "completes on the submitter's CPU" : "queue IRQs on several CPUs: the submitter's");
 	if (*ccpu < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no usable CPU (affinity %s)",
 			       kr_format_cpulist(usable, cpus, sizeof(cpus)));
@@ -654,9 +637,11 @@ static void dio_report(struct dio_phase *ph, int np, int rep, const char *prefix
 		dio_irq_list(&ph[i], ph[0].cpu, at, sizeof(at));
 		kr_say("  device IRQs in %s:%s", ph[i].name, at[0] ? at : " none");
 	}
-	if (mitigate)
+	if (mitigate) {
 		kr_say("  kworker/%d:* raised to FIFO %d in test: %d", ph[0].cpu, KWORKER_PRIO,
 		       ph[1].raised);
+		kr_measure("kworkers_raised", ph[1].raised);
+	}
 	kr_say("  test/baseline = %.3f", ph[1].iops / ph[0].iops);
 	if (np > 2)
 		kr_say("  control/baseline = %.3f", ph[2].iops / ph[0].iops);
@@ -669,13 +654,12 @@ static int dio_run(const struct kr_opts *o)
 	struct dio_device dev;
 	struct dio_phase ph[3];
 	cpu_set_t usable;
-	char how[200], knob_rq[128], knob_sched[128], dir[PATH_MAX], tmp[PATH_MAX];
+	char how[200], dir[PATH_MAX], tmp[PATH_MAX];
 	char path[PATH_MAX + 16], at[256], key[96];
 	int r, fd = -1, ccpu = -1, other = -1, np = cfg.control ? 3 : 2;
 	enum kr_verdict votes[100];
 	double ratios[100], share;
 	uint64_t seed = o->seed_set ? o->seed : 0x5eed;
-	pid_t tids[256];
 
 	if ((r = dio_requirements(&sfs, &st)) != 0)
 		return r;
@@ -683,20 +667,17 @@ static int dio_run(const struct kr_opts *o)
 	kr_usable_cpus(&usable);
 	if ((r = dio_pick_cpu(o, &dev, &usable, &ccpu, &other, how, sizeof(how))) != 0)
 		return r;
-	snprintf(knob_rq, sizeof(knob_rq), "file:/sys/block/%s/queue/rq_affinity", dev.disks[0]);
-	snprintf(knob_sched, sizeof(knob_sched), "file:/sys/block/%s/queue/scheduler", dev.disks[0]);
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
-		"sysctl:kernel.io_uring_disabled", knob_rq, knob_sched, "config:CONFIG_HZ",
-		"config:CONFIG_PREEMPT", NULL });
+		"sysctl:kernel.io_uring_disabled", kr_strf("file:/sys/block/%s/queue/rq_affinity",
+		dev.disks[0]), kr_strf("file:/sys/block/%s/queue/scheduler", dev.disks[0]),
+		"config:CONFIG_HZ", "config:CONFIG_PREEMPT", NULL });
 	long fs = (long)sfs.f_type;
 	kr_env("filesystem", "%s on %s", fs == EXT4_SUPER_MAGIC ? "ext4" : fs == XFS_SUPER_MAGIC
 	       ? "xfs" : fs == BTRFS_SUPER_MAGIC ? "btrfs" : "other", dev.chain);
-	kr_param("dir", "%s", cfg.dir);
-	kr_param("size", "%llu MiB", (unsigned long long)(cfg.size >> 20));
-	kr_param("extents", "%s", cfg.written ? "written" : "unwritten");
-	kr_param("mode", "%s", cfg.sync ? "sync pwrite threads" : "io_uring");
-	kr_param("iodepth", "%d", cfg.iodepth);
-	kr_param("block", "%d B random O_DIRECT writes", DIO_BLOCK);
+	kr_param("file", "%llu MiB, %s extents, in %s", (unsigned long long)(cfg.size >> 20),
+		 cfg.written ? "written" : "unwritten", cfg.dir);
+	kr_param("writes", "%d B random O_DIRECT, %s %d", DIO_BLOCK, cfg.sync ?
+		 "sync pwrite threads:" : "io_uring depth", cfg.iodepth);
 	kr_param("duration", "%.1f s per phase (RT phases <= 3 s)", o->duration_s);
 	dio_param_cpu(ccpu);
 	kr_param("submitter", "SCHED_FIFO %d in the RT phases", SUBMITTER_PRIO);
@@ -771,13 +752,6 @@ static int dio_run(const struct kr_opts *o)
 			kr_say("repeat %d of %d:", rep + 1, o->repeat);
 		dio_report(ph, np, rep + 1, prefix, dev.nirq > 0, o->mitigate);
 	}
-	/* the kworkers that ran the dio work are named after it ("kworker/1:2-dio/vda") */
-	snprintf(key, sizeof(key), "kworker/[0-9]*dio/%s", dev.name); /* not the rescuer */
-	int nall = kr_find_kthreads(key, tids, 256);
-	snprintf(key, sizeof(key), "kworker/%d:*dio/%s", ccpu, dev.name);
-	kr_say("  kworkers named dio/%s: %d, on cpu%d: %d", dev.name, nall, ccpu,
-	       kr_find_kthreads(key, tids, 256));
-	kr_measure("dio_kworkers", nall);
 	kr_csv_close();
 
 	/* Zeroing the range merges the thousands of extents the random writes split: unlink
@@ -815,7 +789,7 @@ static const struct kr_prog prog = {
 		"async direct writes in a kworker of the dio/<dev> workqueue on that CPU,\n"
 		"which the RT submitter starves but for RT throttling's ~5%. FIFO 40 stays\n"
 		"below threaded IRQ handlers' 50, so the kworker starves, not the IRQ thread.\n"
-		"The completion CPU: the disk queue IRQ's effective affinity (probed), or\n"
+		"The completion CPU: the disk queue IRQ's effective affinity (checked), or\n"
 		"the submitter's with rq_affinity=2; --cpu overrides. --duration is per\n"
 		"phase, RT phases at most 3 s. The temp file is removed on every exit path.\n"
 		"Known: 6.18, ext4 on virtio-blk: 0.0006-0.002; --mitigate 1.59-1.67.",
