@@ -574,7 +574,6 @@ static void dio_param_cpu(int cpu)
 static int dio_prepare(const char *path, int *fdp)
 {
 	int fd = *fdp = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
-	char *buf = cfg.written ? dio_buffers(256) : NULL;
 
 	if (fd < 0)
 		return errno == EINVAL ? kr_skip(KR_EXIT_SKIP_MACHINE, "%s does not support O_DIRECT",
@@ -584,6 +583,7 @@ static int dio_prepare(const char *path, int *fdp)
 		return errno == EOPNOTSUPP ? kr_skip(KR_EXIT_SKIP_MACHINE, "the filesystem of %s "
 						     "has no fallocate()", cfg.dir)
 					   : kr_error("fallocate %s: %s", path, strerror(errno));
+	char *buf = cfg.written ? dio_buffers(256) : NULL;
 	for (uint64_t off = 0; buf && off < cfg.size; off += 256 * DIO_BLOCK)
 		if (pwrite(fd, buf, 256 * DIO_BLOCK, (off_t)off) != 256 * DIO_BLOCK)
 			return kr_error("filling %s: %s", path, strerror(errno));
@@ -654,7 +654,7 @@ static int dio_run(const struct kr_opts *o)
 	struct dio_device dev;
 	struct dio_phase ph[3];
 	cpu_set_t usable;
-	char how[200], dir[PATH_MAX], tmp[PATH_MAX];
+	char how[200], rq[128], sched[128], dir[PATH_MAX], tmp[PATH_MAX];
 	char path[PATH_MAX + 16], at[256], key[96];
 	int r, fd = -1, ccpu = -1, other = -1, np = cfg.control ? 3 : 2;
 	enum kr_verdict votes[100];
@@ -667,10 +667,11 @@ static int dio_run(const struct kr_opts *o)
 	kr_usable_cpus(&usable);
 	if ((r = dio_pick_cpu(o, &dev, &usable, &ccpu, &other, how, sizeof(how))) != 0)
 		return r;
+	snprintf(rq, sizeof(rq), "file:/sys/block/%s/queue/rq_affinity", dev.disks[0]);
+	snprintf(sched, sizeof(sched), "file:/sys/block/%s/queue/scheduler", dev.disks[0]);
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
-		"sysctl:kernel.io_uring_disabled", kr_strf("file:/sys/block/%s/queue/rq_affinity",
-		dev.disks[0]), kr_strf("file:/sys/block/%s/queue/scheduler", dev.disks[0]),
-		"config:CONFIG_HZ", "config:CONFIG_PREEMPT", NULL });
+		"sysctl:kernel.io_uring_disabled", rq, sched, "config:CONFIG_HZ",
+		"config:CONFIG_PREEMPT", NULL });
 	long fs = (long)sfs.f_type;
 	kr_env("filesystem", "%s on %s", fs == EXT4_SUPER_MAGIC ? "ext4" : fs == XFS_SUPER_MAGIC
 	       ? "xfs" : fs == BTRFS_SUPER_MAGIC ? "btrfs" : "other", dev.chain);
