@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Description: unit tests of dio_kworker's verdict rule and its block permutation (the
+ * Description: unit tests of dio_kworker's verdict rule, block permutation and disk discovery (the
  * program is included with main renamed). The /proc/interrupts parser is lib's.
  */
 #define main dio_kworker_main
@@ -141,9 +141,6 @@ static int fake_sys(void **state)
 		snprintf(link, sizeof(link), "sys/devices/virtual/nvme-subsystem/nvme-subsys0/nvme%d", k);
 		ln(ctl, link);
 	}
-	/* btrfs on vdb */
-	mk("sys/fs/btrfs/0123-uuid/devices");
-	ln(PCI "0000:00:03.0/virtio2/block/vdb", "sys/fs/btrfs/0123-uuid/devices/vdb");
 	static const char *const blk[][2] = {
 		{ PCI "0000:00:02.0/virtio1/block/vda", "vda" },
 		{ PCI "0000:00:02.0/virtio1/block/vda/vda1", "vda1" },
@@ -173,11 +170,11 @@ static int fake_sys_remove(void **state)
 	return system(cmd);
 }
 
-static struct dio_device resolved(const char *name, const char *fsid)
+static struct dio_device resolved(const char *name)
 {
 	struct dio_device d;
 	memset(&d, 0, sizeof(d));
-	dio_resolve(fake, name, fsid, &d);
+	dio_resolve(fake, name, &d);
 	return d;
 }
 
@@ -190,25 +187,25 @@ static bool ends_with(const char *s, const char *tail)
 static void device_partition_and_disk(void **state)
 {
 	(void)state;
-	struct dio_device d = resolved("vda1", NULL);
+	struct dio_device d = resolved("vda1");
 	assert_int_equal(d.ndisks, 1);
 	assert_string_equal(d.disks[0], "vda");
 	assert_int_equal(d.nmsi, 1);
 	assert_true(ends_with(d.msi[0], "0000:00:02.0/msi_irqs"));
 	assert_string_equal(d.chain, "vda1 -> vda");
-	d = resolved("vda", NULL);
+	d = resolved("vda");
 	assert_string_equal(d.chain, "vda");
 }
 
 static void device_mapper_and_md(void **state)
 {
 	(void)state;
-	struct dio_device d = resolved("dm-0", NULL);
+	struct dio_device d = resolved("dm-0");
 	assert_int_equal(d.ndisks, 2);
 	assert_int_equal(d.nmsi, 2);
 	assert_string_equal(d.name, "dm-0");
 	assert_true(!strcmp(d.chain, "dm-0 -> vda,vdb") || !strcmp(d.chain, "dm-0 -> vdb,vda"));
-	d = resolved("md0", NULL);
+	d = resolved("md0");
 	assert_int_equal(d.ndisks, 2);
 	assert_int_equal(d.nmsi, 2);
 }
@@ -216,25 +213,20 @@ static void device_mapper_and_md(void **state)
 static void device_nvme_multipath(void **state)
 {
 	(void)state;
-	struct dio_device d = resolved("nvme0n1", NULL);
+	struct dio_device d = resolved("nvme0n1");
 	assert_int_equal(d.ndisks, 1);
 	assert_int_equal(d.nmsi, 2); /* both controllers' PCI functions */
 	assert_true(ends_with(d.msi[0], "msi_irqs") && ends_with(d.msi[1], "msi_irqs"));
 	assert_string_not_equal(d.msi[0], d.msi[1]);
 }
 
-static void device_btrfs_and_none(void **state)
+static void device_without_interrupts(void **state)
 {
 	(void)state;
-	struct dio_device d = resolved(NULL, "0123-uuid");
-	assert_int_equal(d.ndisks, 1);
-	assert_string_equal(d.name, "vdb");
-	assert_int_equal(d.nmsi, 1);
-	assert_string_equal(d.chain, "btrfs -> vdb");
-	d = resolved("loop0", NULL);
+	struct dio_device d = resolved("loop0");
 	assert_int_equal(d.ndisks, 1);
 	assert_int_equal(d.nmsi, 0); /* SKIP: "no PCI MSI interrupts under it" */
-	d = resolved(NULL, "no-such-uuid");
+	d = resolved("no-such-disk");
 	assert_int_equal(d.ndisks, 0);
 }
 
@@ -281,7 +273,7 @@ int main(void)
 		cmocka_unit_test(device_partition_and_disk),
 		cmocka_unit_test(device_mapper_and_md),
 		cmocka_unit_test(device_nvme_multipath),
-		cmocka_unit_test(device_btrfs_and_none),
+		cmocka_unit_test(device_without_interrupts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL) |
 	       cmocka_run_group_tests(devices, fake_sys, fake_sys_remove);
