@@ -140,7 +140,7 @@ static void kinds_parse(void **state)
 {
 	(void)state;
 	assert_int_equal(parse_kinds("all"), ALL_KINDS);
-	assert_int_equal(parse_kinds("1g,thp"), 1 << K_1G | 1 << K_THP);
+	assert_int_equal(parse_kinds("1g,thp"), -1); /* 1 GiB pages: dropped */
 	assert_int_equal(parse_kinds("hugetlb"), 1 << K_HUGETLB);
 	assert_int_equal(parse_kinds("4k,thp"), 1 << K_4K | 1 << K_THP);
 	assert_int_equal(parse_kinds("thp,thp"), 1 << K_THP);
