@@ -44,14 +44,17 @@ for try in 1 2 3; do
 	out=$("$prog" --wait 120); rc=$?
 	[ $rc = 125 ] || break
 done
-[ $rc = 0 ] && ok "default PASS: $(echo "$out" | tail -1)" || fail "default rc=$rc: $(echo "$out" | tail -1)"
+# where memory bandwidth does not scale to N threads a serialised clear would pass too:
+# the program says so (SKIP 125 "serialised clear would score"), never PASS
+blind() { [ $rc = 125 ] && echo "$out" | grep -q "serialised clear would score"; }
+if [ $rc = 0 ] || blind; then ok "default rc=$rc: $(echo "$out" | tail -1)"; else fail "default rc=$rc: $(echo "$out" | tail -1)"; fi
 echo "$out" | grep -q '^hugetlb: ' && echo "$out" | grep -q '^thp: ' && echo "$out" | grep -q '^4k: ' ||
 	fail "default run lacks a table of hugetlb, thp and 4k"
 check_state "default run"
 
 # 2. positive control: threads fallocate() one hugetlbfs file, serialised by inode_lock
 out=$("$prog" --wait 120 --trigger --repeat 3); rc=$?
-[ $rc = 1 ] && ok "--trigger FAIL: $(echo "$out" | tail -1)" || fail "--trigger rc=$rc: $(echo "$out" | tail -1)"
+if [ $rc = 1 ] || blind; then ok "--trigger rc=$rc: $(echo "$out" | tail -1)"; else fail "--trigger rc=$rc: $(echo "$out" | tail -1)"; fi
 check_state "--trigger run"
 
 # 3. JSON parses, and says what it could not test with more threads than CPUs

@@ -303,7 +303,7 @@ void kr_cpuidle_driver(const char *sysdir, char *drv, size_t dlen, char *gov, si
 
 /* ---- CPUs and scheduling ---- */
 int kr_nr_cpus_online(void);
-int kr_online_cpus(cpu_set_t *set);
+int kr_online_cpus(cpu_set_t *set); /* sysfs; without it, the process affinity */
 /* a kernel CPU list ("0-3,5", as in sysfs and /proc/irq); silent, -1 if malformed */
 int kr_cpulist_parse(const char *s, cpu_set_t *out);
 int kr_pin_self(int cpu);		/* calling thread */
@@ -368,8 +368,8 @@ int kr_journal_unlink(const char *path);
 int kr_journal_sched(pid_t tid, int policy, int prio);
 /* SIOCSHWTSTAMP on a NIC of the root namespace, journaling its current config. */
 int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter);
-/* Restore everything journaled so far, in reverse, and empty the journal. Returns the number
- * of entries that could not be restored. */
+/* Restore everything journaled so far, in reverse, then close and remove the journal file
+ * (kept when an entry could not be restored). Returns the number of such entries. */
 int kr_journal_restore(void);
 /* Restore journals of dead krepro processes; returns how many were found (-1 on error);
  * failed (may be NULL): how many of them could not be restored completely (kept). */

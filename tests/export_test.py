@@ -13,17 +13,18 @@ import os, re, subprocess, sys, tempfile
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from checks import FAILS, check, finish  # noqa: E402
 
-# A ratchet: each export's size (lines, bytes) today. An export that grows past its ceiling
+# A ratchet: each export's size (lines, bytes) today, plus 10 lines and 256 bytes (the
+# revision in the header varies). An export that grows past its ceiling
 # fails, so a cut cannot silently come back; a change that shrinks one lowers its ceiling
 # here in the same commit. Issue 16's goal is GOAL for every export.
 GOAL = (1200, 45 * 1024)
 CEILING = {
-    "fibtest": (2584, 79580),
-    "rt_starve": (3410, 107639),
-    "dio_kworker": (3494, 109251),
-    "hwts": (3001, 93247),
-    "ktask_bench": (3129, 100740),
-    "irqacct": (2957, 94602),
+    "fibtest": (2150, 68677),
+    "rt_starve": (2790, 91094),
+    "dio_kworker": (2817, 91270),
+    "hwts": (2559, 84160),
+    "ktask_bench": (2505, 84308),
+    "irqacct": (2479, 82298),
 }
 
 
