@@ -162,7 +162,7 @@ static void *sysfs_io(void *arg)
 	/* a mount namespace of the thread's own (it goes with it), private so that nothing
 	 * propagates to the host's */
 	if (unshare(CLONE_NEWNS) == 0 && setns(io->nsfd, CLONE_NEWNET) == 0 &&
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
 	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0 &&
 	    (fd = open(io->path, (io->value ? O_WRONLY : O_RDONLY) | O_CLOEXEC)) >= 0)
 		n = io->value ? write(fd, io->value, strlen(io->value))
