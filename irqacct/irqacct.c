@@ -447,9 +447,12 @@ static int run(const struct kr_opts *o)
 	kr_find_tasks(buf, &ksoftirqd_tid, 1);
 	fifo = opt_ksoftirqd_fifo && ksoftirqd_tid &&
 	       kr_journal_sched(ksoftirqd_tid, SCHED_FIFO, 1) == 0;
-	kr_param("ksoftirqd", "%s", !ksoftirqd_tid ? "(not found)"
-		 : fifo ? "SCHED_FIFO 1 for the run (restored)"
-		 : kr_strf("left as it is (%s)", opt_ksoftirqd_fifo ? strerror(errno) : "--ksoftirqd"));
+	if (!ksoftirqd_tid || fifo)
+		kr_param("ksoftirqd", "%s", fifo ? "SCHED_FIFO 1 for the run (restored)"
+			 : "(not found)");
+	else
+		kr_param("ksoftirqd", "left as it is (%s)",
+			 opt_ksoftirqd_fifo ? strerror(errno) : "--ksoftirqd");
 	const char *threaded = kr_softirq_threaded(); /* PREEMPT_RT, threadirqs */
 	kr_param("softirqs", "%s", threaded ? threaded : "on irq exit (else ksoftirqd)");
 	for (int i = 0; i < IA_NV; i++)

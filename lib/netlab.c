@@ -121,8 +121,13 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 	struct nlmsghdr *h = &m.h;
 	struct rtattr *nest[3];
 
-	/* name_a, linkinfo { kind veth, data { peer { ifinfomsg, name_b, netns ns_b } } } */
+	/* name_a, linkinfo { kind veth, data { peer { ifinfomsg, name_b, netns ns_b } } };
+	 * one queue each way on both ends: veth defaults to one per possible CPU (5.x), and a
+	 * program that steers a bottom half with rps_cpus must find every packet on rx-0 */
+	const unsigned one = 1;
 	nl_attr(h, IFLA_IFNAME, name_a, strlen(name_a) + 1);
+	nl_attr(h, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
+	nl_attr(h, IFLA_NUM_RX_QUEUES, &one, sizeof(one));
 	nest[0] = nl_attr(h, IFLA_LINKINFO, NULL, 0);
 	nl_attr(h, IFLA_INFO_KIND, "veth", 5);
 	nest[1] = nl_attr(h, IFLA_INFO_DATA, NULL, 0);
@@ -130,6 +135,8 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 	h->nlmsg_len += NLMSG_ALIGN(sizeof(struct ifinfomsg));
 	nl_attr(h, IFLA_IFNAME, name_b, strlen(name_b) + 1);
 	nl_attr(h, IFLA_NET_NS_FD, &ns_b, sizeof(ns_b));
+	nl_attr(h, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
+	nl_attr(h, IFLA_NUM_RX_QUEUES, &one, sizeof(one));
 	for (int i = 0; i < 3; i++)
 		nest[i]->rta_len = (unsigned short)((char *)h + h->nlmsg_len - (char *)nest[i]);
 	/* send it in ns_a and read the ack into m */

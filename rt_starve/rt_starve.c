@@ -597,11 +597,13 @@ static int rs_run(const struct kr_opts *o)
 			kr_say("       %s: %s, R %d/%d polls, ran %llu, waited %.0f ms",
 			       lab.bh_name[i], x.bh[i].woken ? "woken" : "not woken", x.bh[i].runnable,
 			       x.bh[i].polls, (unsigned long long)x.bh[i].ran, x.bh[i].waited_ms);
+		char burst[64] = "";
+		if (x.burst_stop)
+			snprintf(burst, sizeof(burst), "; burst %ld/%.1fms%s", x.burst_sent,
+				 x.burst_ms, x.burst_stop);
 		kr_say("       NET_RX: %llu skbs, %llu dropped, %llu squeezed%s",
 		       (unsigned long long)x.softnet[0], (unsigned long long)x.softnet[1],
-		       (unsigned long long)x.softnet[2],
-		       x.burst_stop ? kr_strf("; burst %ld/%.1fms%s", x.burst_sent, x.burst_ms,
-					      x.burst_stop) : "");
+		       (unsigned long long)x.softnet[2], burst);
 		if (!x.provoked)
 			kr_say("       not provoked (no deferral): not counted");
 		else if (x.v == KR_SKIP)
@@ -643,8 +645,10 @@ static int rs_run(const struct kr_opts *o)
 		return kr_inconclusive(med, "windows disagree: %d pass, %d fail", npass, nfail);
 	if (nconcl < 2 && o->repeat >= 2)
 		return kr_inconclusive(med, "%d of %d windows counted, need 2", nconcl, tries);
-	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s%s", out_p50, path,
-			  opt_napi ? "" : kr_strf(" woken=%d/%d", nprovoked, tries));
+	if (opt_napi)
+		return kr_verdict(verdict, med, "out_p50=%.3fms path=%s", out_p50, path);
+	return kr_verdict(verdict, med, "out_p50=%.3fms path=%s woken=%d/%d", out_p50, path,
+			  nprovoked, tries);
 }
 
 static const struct kr_prog prog = {
