@@ -50,18 +50,11 @@ char *kr_strf(const char *fmt, ...)
 	return KR_VSTRF(fmt);
 }
 
-/* p resized to n elements of size; out of memory aborts, as in kr_vstrf */
-static void *grow(void *p, size_t n, size_t size)
-{
-	if (!(p = realloc(p, n * size)))
-		abort();
-	return p;
-}
-
 /* appends s to the array *a of *n strings */
 static void append(char ***a, size_t *n, char *s)
 {
-	*a = grow(*a, *n + 1, sizeof(**a));
+	if (!(*a = realloc(*a, (*n + 1) * sizeof(**a))))
+		abort();
 	(*a)[(*n)++] = s;
 }
 
@@ -72,7 +65,8 @@ static void kvlist_set(struct kr_kvlist *l, const char *key, char *str, double n
 	while (i < l->n && strcmp(l->v[i].key, key))
 		i++;
 	if (i == l->n) {
-		l->v = grow(l->v, ++l->n, sizeof(*l->v));
+		if (!(l->v = realloc(l->v, ++l->n * sizeof(*l->v))))
+			abort();
 		l->v[i].key = kr_strf("%s", key);
 	} else {
 		free(l->v[i].str);
