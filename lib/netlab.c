@@ -121,13 +121,8 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 	struct nlmsghdr *h = &m.h;
 	struct rtattr *nest[3];
 
-	/* name_a, linkinfo { kind veth, data { peer { ifinfomsg, name_b, netns ns_b } } };
-	 * one TX queue on both ends: veth has one per possible CPU (5.x) and puts a packet
-	 * on the peer's RX queue of the TX queue it took, so every packet reaches rx-0,
-	 * the queue whose rps_cpus the programs steer */
-	const unsigned one = 1;
+	/* name_a, linkinfo { kind veth, data { peer { ifinfomsg, name_b, netns ns_b } } } */
 	nl_attr(h, IFLA_IFNAME, name_a, strlen(name_a) + 1);
-	nl_attr(h, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
 	nest[0] = nl_attr(h, IFLA_LINKINFO, NULL, 0);
 	nl_attr(h, IFLA_INFO_KIND, "veth", 5);
 	nest[1] = nl_attr(h, IFLA_INFO_DATA, NULL, 0);
@@ -135,7 +130,6 @@ int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 	h->nlmsg_len += NLMSG_ALIGN(sizeof(struct ifinfomsg));
 	nl_attr(h, IFLA_IFNAME, name_b, strlen(name_b) + 1);
 	nl_attr(h, IFLA_NET_NS_FD, &ns_b, sizeof(ns_b));
-	nl_attr(h, IFLA_NUM_TX_QUEUES, &one, sizeof(one));
 	for (int i = 0; i < 3; i++)
 		nest[i]->rta_len = (unsigned short)((char *)h + h->nlmsg_len - (char *)nest[i]);
 	/* send it in ns_a and read the ack into m */
