@@ -13,7 +13,6 @@ int kr_lock_take(double wait_s, pid_t *holder);
 int kr_journal_finish(void);
 int kr_journal_begin(void);
 void kr_journal_detach(void);
-int kr_journal_child(pid_t pid);
 /* Print text broken at spaces into lines of at most KR_TEXT_WIDTH columns (prefix
  * included); continuation lines indented by indent (-1: under a "key   value" gap, else the
  * line's own indent + 2). */

@@ -90,11 +90,6 @@ void kr_journal_detach(void)
 
 /* for a human reading the journal: a stale restore needs not wait for the child, as the
  * child inherits the lock (see kr_journal_restore_stale) */
-int kr_journal_child(pid_t pid)
-{
-	return journal_append("child\t%d\t%llu\n", (int)pid, task_starttime(pid));
-}
-
 /* "kind <path>[ <undo>]", the path made absolute by the current directory, nothing in it
  * resolved (its last component may not exist yet, or be a symlink the undo must remove) */
 static int journal_path(const char *kind, const char *path, const char *undo)
@@ -168,6 +163,8 @@ static int undo_line(char *line, bool verbose)
 	unsigned long long st;
 	int tid, pol, prio, tx, rx, o = 0, r = -2, e;
 
+	/* "child": the measuring child's pid, written up to 2026-11-24; the lock it
+	 * inherits keeps the next run out until it is gone, so nothing needs it */
 	if (!*line || !strncmp(line, "krepro-journal\t", 15) || !strncmp(line, "child\t", 6))
 		return 0;
 	/* a path is absolute: relative to an unknown directory, it could name another file */

@@ -290,7 +290,6 @@ static int supervise(void)
 		fflush(NULL);
 		_exit(code);
 	}
-	kr_journal_child(measuring_child);
 	on_stop_signals(forward_signal, true);
 	/* the hard cap: a run never exceeds it, whatever the program does */
 	double cap = kr_hard_cap_s();
