@@ -23,6 +23,7 @@ import argparse, fcntl, glob, os, random, re, signal, subprocess, sys, threading
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
 import krstate  # noqa: E402
+import benchlock  # noqa: E402
 
 BENCH_LOCK = "/tmp/krepro-bench.lock"
 RUNDIR = "/run/krepro"
@@ -39,8 +40,8 @@ NOT_PROGRAM_TMP = re.compile(r"/krepro-(bench\.lock|brief|vmrun-|journal-test-)"
 class BenchLock:
     """flock(1) on the shared bench lock, held for one program's series (< 3 min: taking it
     per trial would queue behind every other user of the lock each time). Nested: no-op.
-    KREPRO_BENCH_LOCK_HELD=1: the caller holds it (flock ... scripts/test), never taken."""
-    depth = 1 if os.environ.get("KREPRO_BENCH_LOCK_HELD") == "1" else 0
+    Held by an ancestor (flock ... scripts/test, or KREPRO_BENCH_LOCK_HELD=1): never taken."""
+    depth = 1 if benchlock.held_by_ancestor(BENCH_LOCK) else 0
     f = None
 
     def __enter__(self):
