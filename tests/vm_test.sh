@@ -136,6 +136,16 @@ grep -q "booting it again" "$err" && ok "the retry is said on stderr" || bad "no
 rm -f "$fq/died"
 run "--boot-retries 0: no second boot" 125 --accel tcg --boot-retries 0 --kernel "$kernel" \
 	--qemu "$fq/qemu" -- "$fibtest" --wait 120 --quiet
+# a TCG qemu that hangs without a word (once, 300 s, on a loaded host): booted again after
+# --tcg-silence, not left to --timeout. The stand-in hangs silently on its first call.
+cat >"$fq/qemu" <<EOF
+#!/bin/sh
+[ -e "$fq/hung" ] || { : >"$fq/hung"; exec sleep 600; }
+exec qemu-system-x86_64 "\$@"
+EOF
+run "TCG guest silent: booted again" 0 --accel tcg --tcg-silence 5 --kernel "$kernel" \
+	--qemu "$fq/qemu" -- "$fibtest" --wait 120 --quiet
+grep -q "hung before /init" "$err" && ok "the silent boot is said on stderr" || bad "no hang note"
 rm -rf "$fq"
 
 # a kernel that cannot boot, and one that does not answer in time: 125
@@ -176,6 +186,8 @@ qemu_gone && ok "qemu (pid $qpid) gone after SIGKILL of vmrun" || bad "qemu '$qp
 t0=$(date +%s)
 run "--timeout 3" 125 --kernel "$kernel" --timeout 3 -- "$fibtest"
 [ $(($(date +%s) - t0)) -le 20 ] && ok "--timeout 3 ended in time" || bad "--timeout 3 took $(($(date +%s) - t0)) s"
+grep -q "booting it again" "$err" && bad "--timeout 3 booted again (only a dead or silent guest is)" ||
+	ok "--timeout 3: not booted again"
 
 [ -z "$(our_tmps "$killed")" ] && ok "the killed vmrun's temp dir was removed by the next run" ||
 	bad "temp dir of the killed vmrun left: $(our_tmps "$killed")"
