@@ -492,10 +492,11 @@ static int report_scaling(const struct kr_opts *o, int ncpus, int nthreads, doub
 			tn = fmin(tn, rs->t[0][vp][r]);
 			mn = fmin(mn, rs->t[1][vp][r]);
 		}
+		double ideal = ideal_speedup(t1, mn, n);
 		votes[nvotes++] = ktask_rule(t1, tn, mn, n, o->threshold, &e);
-		if (isfinite(e) && ideal_speedup(t1, mn, n) < MIN_IDEAL) {
+		if (votes[nvotes - 1] == KR_SKIP && isfinite(e)) { /* ideal < MIN_IDEAL */
 			blind = kind_names[k];
-			blind_ideal = ideal_speedup(t1, mn, n);
+			blind_ideal = ideal;
 		}
 		unjudged = isnan(e) ? kind_names[k] : unjudged;
 		metric = isnan(e) ? metric : fmin(metric, e);
@@ -520,7 +521,7 @@ static int report_scaling(const struct kr_opts *o, int ncpus, int nthreads, doub
 			       "CPU", nrep - judged, nrep - judged > 1 ? "s" : "", 100 * MAX_DELAY);
 		if (judged) {
 			kr_say("ideal speedup at %d thr: %.2fx = min(%d, memset %d thr %.1f GiB/s",
-			       n, ideal_speedup(t1, mn, n), n, n, gib / mn);
+			       n, ideal, n, n, gib / mn);
 			kr_say("  / kernel 1 thr %.1f GiB/s); speedup %.2fx", gib / t1, t1 / tn);
 		}
 		kr_say("%s gain at %d threads: %.2f (fastest of %d judged repeat%s)",

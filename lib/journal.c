@@ -88,8 +88,6 @@ void kr_journal_detach(void)
 	journal_fd = -1;
 }
 
-/* for a human reading the journal: a stale restore needs not wait for the child, as the
- * child inherits the lock (see kr_journal_restore_stale) */
 /* "kind <path>[ <undo>]", the path made absolute by the current directory, nothing in it
  * resolved (its last component may not exist yet, or be a symlink the undo must remove) */
 static int journal_path(const char *kind, const char *path, const char *undo)

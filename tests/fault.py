@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(TOP, "scripts"))
 import krstate  # noqa: E402
 import benchlock  # noqa: E402
 
-BENCH_LOCK = "/tmp/krepro-bench.lock"
+BENCH_LOCK = benchlock.BENCH_LOCK
 RUNDIR = "/run/krepro"
 PROGRAMS = ["fibtest", "rt_starve", "dio_kworker", "hwts", "ktask_bench", "irqacct"]
 SYSCTL_DIRS = ["/proc/sys/kernel", "/proc/sys/vm", "/proc/sys/net/core"]

@@ -121,28 +121,30 @@ run "rt_starve on 1 CPU: SKIP machine" 129 --kernel "$kernel" --cpus 1 -- "$rt_s
 run "fibtest without the cpu controller: SKIP kernel" 125 --kernel "$kernel" --append cgroup_disable=cpu -- "$fibtest" --wait 120 --quiet
 run "fibtest bad option inside" 128 --kernel "$kernel" -- "$fibtest" --duration -1
 
-# a TCG guest that dies before /init (multi-threaded TCG sometimes kills an SMP guest early):
-# booted once more, since nothing ran yet. The stand-in qemu dies silently on its first call.
+# A stand-in qemu whose first call does $1 (dies, or hangs, without a word); later calls
+# run the real one.
 fq=$(mktemp -d)
-cat >"$fq/qemu" <<EOF
+standin() {
+	rm -f "$fq/called"
+	cat >"$fq/qemu" <<EOF
 #!/bin/sh
-[ -e "$fq/died" ] || { : >"$fq/died"; exit 0; }
+[ -e "$fq/called" ] || { : >"$fq/called"; $1; }
 exec qemu-system-x86_64 "\$@"
 EOF
-chmod +x "$fq/qemu"
+	chmod +x "$fq/qemu"
+}
+# a TCG guest that dies before /init (multi-threaded TCG sometimes kills an SMP guest early):
+# booted once more, since nothing ran yet
+standin "exit 0"
 run "TCG guest dead before /init: booted again" 0 --accel tcg --kernel "$kernel" --qemu "$fq/qemu" \
 	-- "$fibtest" --wait 120 --quiet
 grep -q "booting it again" "$err" && ok "the retry is said on stderr" || bad "no retry note"
-rm -f "$fq/died"
+standin "exit 0"
 run "--boot-retries 0: no second boot" 125 --accel tcg --boot-retries 0 --kernel "$kernel" \
 	--qemu "$fq/qemu" -- "$fibtest" --wait 120 --quiet
 # a TCG qemu that hangs without a word (once, 300 s, on a loaded host): booted again after
-# --tcg-silence, not left to --timeout. The stand-in hangs silently on its first call.
-cat >"$fq/qemu" <<EOF
-#!/bin/sh
-[ -e "$fq/hung" ] || { : >"$fq/hung"; exec sleep 600; }
-exec qemu-system-x86_64 "\$@"
-EOF
+# --tcg-silence, not left to --timeout
+standin "exec sleep 600"
 run "TCG guest silent: booted again" 0 --accel tcg --tcg-silence 5 --kernel "$kernel" \
 	--qemu "$fq/qemu" -- "$fibtest" --wait 120 --quiet
 grep -q "hung before /init" "$err" && ok "the silent boot is said on stderr" || bad "no hang note"
