@@ -243,8 +243,7 @@ const char *const kr_env_groups[] = { "group:config", "group:cmdline", "group:sc
 	"group:thread_policies", "group:cgroup", "group:memory", "group:numa", "group:virt", NULL };
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a
- * group of the bug-report environment ("group:cpuidle", see kr_env_groups). scripts/export
- * keeps the groups its program names (KR_ENV_GROUP_name) and no other. */
+ * group of the bug-report environment ("group:cpuidle", see kr_env_groups). */
 static void env_add_knob(const char *spec)
 {
 	char path[512], val[512];
@@ -259,54 +258,30 @@ static void env_add_knob(const char *spec)
 	} else if (!strncmp(spec, "config:", 7)) {
 		kr_kconfig(arg, val, sizeof(val));
 		kr_env(arg, "%s", val);
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_config)
 	} else if (!strcmp(spec, "group:config")) {
 		env_config();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cmdline)
 	} else if (!strcmp(spec, "group:cmdline")) {
 		env_cmdline();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_sched_features)
 	} else if (!strcmp(spec, "group:sched_features")) {
 		env_sched_features();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpuidle)
 	} else if (!strcmp(spec, "group:cpuidle")) {
 		env_cpuidle();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpufreq)
 	} else if (!strcmp(spec, "group:cpufreq")) {
 		env_cpufreq();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_rt_throttling)
 	} else if (!strcmp(spec, "group:rt_throttling")) {
 		env_rt_throttling();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_irq_affinity)
 	} else if (!strcmp(spec, "group:irq_affinity")) {
 		env_irq_affinity();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_thread_policies)
 	} else if (!strcmp(spec, "group:thread_policies")) {
 		env_thread_policies();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cgroup)
 	} else if (!strcmp(spec, "group:cgroup")) {
 		env_cgroup();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_memory)
 	} else if (!strcmp(spec, "group:memory")) {
 		env_memory();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_numa)
 	} else if (!strcmp(spec, "group:numa")) {
 		env_numa();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_virt)
 	} else if (!strcmp(spec, "group:virt")) {
 		env_virt();
-#endif
 	} else {
 		kr_env(spec, "(unknown knob)");
 	}
