@@ -24,7 +24,7 @@ GOAL_ANY = (500, 16 * 1024)
 CEILING = {
     "fibtest": (1109, 32439),
     "rt_starve": (1946, 62011),
-    "dio_kworker": (1959, 61618),
+    "dio_kworker": (1590, 48830),
     "hwts": (1601, 51518),
     "ktask_bench": (1514, 51036),
     "irqacct": (1696, 55357),
