@@ -250,7 +250,7 @@ static int run(const struct kr_opts *o)
 static const struct kr_prog prog = {
 	.name = "fibtest",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPUS | KR_OPT_TRIGGER | KR_OPT_REPEAT,
-	.metric = "efficiency", .unit = "", .threshold = 0.9, .threshold_max = 2,
+	.metric = "efficiency", .unit = "", .threshold = 0.9, .threshold_max = 2, .fail_below = true,
 	.rule = "FAIL when efficiency (usage / quota) <= threshold in every window "
 		"throttled in >= 20% of periods (others do not count)",
 	.duration_s = 1, .duration_max_s = 30, .repeat = 1, .run = run,

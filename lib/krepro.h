@@ -37,8 +37,10 @@ enum kr_exit {
 	KR_EXIT_SKIP = 125,	   /* the kernel cannot run it, or inconclusive: bisect skip */
 	KR_EXIT_ERROR = 128,	   /* bad usage or tool failure: bisect abort */
 	KR_EXIT_SKIP_MACHINE = 129, /* this machine/user cannot run it: bisect abort */
-	KR_EXIT_KSFT_SKIP = 4	   /* kselftest mode only: 125 and 129 become kselftest's SKIP */
 };
+#ifndef KR_MAIL
+#define KR_EXIT_KSFT_SKIP 4 /* kselftest mode only: 125 and 129 become kselftest's SKIP */
+#endif
 
 enum kr_verdict { KR_PASS, KR_FAIL, KR_SKIP, KR_ERROR };
 
@@ -77,6 +79,9 @@ struct kr_prog {
 	const char *unit;	 /* "%", "us", "" */
 	double threshold;	 /* default threshold */
 	double threshold_min, threshold_max;
+	bool fail_below;	 /* FAIL is below the threshold (else above): the verdict line's
+				  * metric is on the PASS side of it in a PASS, the FAIL side in
+				  * a FAIL */
 	const char *rule;	 /* "FAIL when efficiency <= threshold ..." */
 	/* duration: default and hard cap without an explicit --duration */
 	double duration_s, duration_max_s;
