@@ -68,38 +68,14 @@ enum {
 	KR_OPT_REPEAT = 1 << 6,	 /* program takes --repeat N */
 };
 
-struct kr_opts; /* the shared options, below */
-
-/* The phenomenon: what both harnesses need (lib's full one, and the mail form's). */
-struct kr_prog {
-	const char *name;	 /* "fibtest" */
-	unsigned flags;		 /* KR_NEEDS_ROOT | KR_OPT_... */
-	/* the metric of the verdict */
-	const char *metric;	 /* "efficiency" */
-	const char *unit;	 /* "%", "us", "" */
-	double threshold;	 /* default threshold */
-	double threshold_min, threshold_max;
-	bool fail_below;	 /* FAIL is below the threshold (else above): the verdict line's
-				  * metric is on the PASS side of it in a PASS, the FAIL side in
-				  * a FAIL */
-	const char *rule;	 /* "FAIL when efficiency <= threshold ..." */
-	/* duration: default and hard cap without an explicit --duration */
-	double duration_s, duration_max_s;
-	int repeat;		 /* default --repeat (with KR_OPT_REPEAT) */
-	/* The measurement. Returns an exit code from kr_verdict()/kr_skip()/kr_error(). */
-	int (*run)(const struct kr_opts *o);
-};
-
 /* The shared options (CONTRACT.md section 6). */
 struct kr_opts {
-	double duration_s;
-	double threshold;
+	double duration_s, threshold;
 	int repeat;
-	int cpu;		/* -1 when not given */
-	struct kr_cpus cpus;	/* n == 0 when not given */
-	unsigned long long seed; /* 0 when not given */
-	bool trigger, mitigate;
-	bool quiet;
+	int cpu;		  /* -1 when not given */
+	struct kr_cpus cpus;	  /* n == 0 when not given */
+	unsigned long long seed;  /* 0 when not given */
+	bool trigger, mitigate, quiet;
 #ifndef KR_MAIL
 	bool duration_set, threshold_set;
 	const char *csv;
@@ -111,6 +87,22 @@ struct kr_opts {
 	 * kselftest_timeout to every test): TAP by default, SKIP exits 4 */
 	bool kselftest;
 #endif
+};
+
+/* The phenomenon: what both harnesses need (lib's full one, and the mail form's). */
+struct kr_prog {
+	const char *name;		  /* "fibtest" */
+	unsigned flags;			  /* KR_NEEDS_ROOT | KR_OPT_... */
+	const char *metric, *unit;	  /* of the verdict: "efficiency", "" */
+	double threshold, threshold_min, threshold_max; /* the default, and its range */
+	/* FAIL lies below the threshold (else above): the verdict line's metric is on the
+	 * PASS side of it in a PASS, on the FAIL side in a FAIL */
+	bool fail_below;
+	const char *rule;		  /* "FAIL when efficiency <= threshold ..." */
+	double duration_s, duration_max_s; /* the default, and the hard cap without --duration */
+	int repeat;			  /* default --repeat (with KR_OPT_REPEAT) */
+	/* The measurement. Returns an exit code from kr_verdict()/kr_skip()/kr_error(). */
+	int (*run)(const struct kr_opts *o);
 };
 
 #ifndef KR_MAIL
