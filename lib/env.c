@@ -13,10 +13,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-/* the file's content, or dflt when it cannot be read */
+/* the file's content (cut to len), or dflt when it cannot be read */
 static char *file_or(const char *path, char *buf, size_t len, const char *dflt)
 {
-	if (kr_read_file(path, buf, len) < 0)
+	if (kr_read_file(path, buf, len) < 0 && errno != EFBIG)
 		snprintf(buf, len, "%s", dflt);
 	return buf;
 }

@@ -108,8 +108,9 @@ int kr_irq_name(int irq, char *buf, size_t len)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/kernel/irq/%d/actions", irq);
-	if (kr_read_file(path, buf, len) > 0)
-		return 0;
+	int n = kr_read_file(path, buf, len);
+	if (n > 0 || (n < 0 && errno == EFBIG))
+		return 0; /* a shared IRQ's list of actions, cut to len */
 	*buf = 0;
 	return interrupts_find(irq, NULL, 0, buf, len) == 0 && *buf ? 0 : -1;
 }

@@ -200,8 +200,9 @@ double kr_percentile(const double *sorted, size_t n, double p);
 void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins);
 
 /* ---- files, /proc and /sys ---- */
-/* read a whole small file into buf (NUL-terminated, trailing newline stripped); returns the
- * length read (0 for an empty file), or -1 with errno */
+/* read a whole file into buf, up to EOF (NUL-terminated, trailing newlines stripped);
+ * returns the length (0 for an empty file), or -1 with errno: EFBIG when it does not fit
+ * in len - 1 bytes (buf then holds the first len - 1); files of any size: kr_read_text */
 int kr_read_file(const char *path, char *buf, size_t len);
 int kr_read_u64(const char *path, uint64_t *out);
 int kr_write_file(const char *path, const char *value); /* one write(); -1 with errno */
@@ -254,7 +255,8 @@ char *kr_read_text(const char *path);
 /* ---- interrupts: /sys/kernel/irq/N/ first, /proc/interrupts where it is missing ---- */
 /* IRQ numbers, ascending; returns how many (at most max), -1 when neither is readable */
 int kr_irq_list(int *irqs, int max);
-/* the action name(s) of an IRQ ("virtio1-req.0", "nvme0q1"); -1 when it has none */
+/* the action name(s) of an IRQ ("virtio1-req.0", "nvme0q1"), cut to len; -1 when it has
+ * none */
 int kr_irq_name(int irq, char *buf, size_t len);
 /* interrupt counts of an IRQ by CPU number (per_cpu[cpu], max entries, zeroed first) */
 int kr_irq_counts(int irq, uint64_t *per_cpu, int max);

@@ -5,6 +5,7 @@
  */
 #include "krepro.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,6 +330,73 @@ static void test_read_text(void **state)
 	assert_null(kr_read_text("/nonexistent/file"));
 }
 
+/* a FIFO fed 7 bytes at a time: every read() returns only what was written so far, as a
+ * seq_file returns one page (/proc/net/softnet_stat: about 35 CPU rows) */
+static void *feed_fifo(void *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	for (int i = 0; i < 100; i++) {
+		char row[16];
+		snprintf(row, sizeof(row), "row %02d\n", i);
+		fputs(row, f);
+		usleep(200);
+	}
+	fclose(f);
+	return NULL;
+}
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* kr_read_file reads to the end of the file, and says when it does not fit */
+static void test_read_file(void **state)
+{
+	char dir[] = "/tmp/krepro-test-readfile-XXXXXX", path[64], buf[8192];
+	pthread_t t;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(pthread_create(&t, NULL, feed_fifo, path), 0);
+	assert_int_equal(kr_read_file(path, buf, sizeof(buf)), 100 * 7 - 1);
+	pthread_join(t, NULL);
+	assert_memory_equal(buf, "row 00\nrow 01\n", 14);
+	assert_string_equal(buf + 99 * 7, "row 99");
+	unlink(path);
+	/* a real seq_file: smaps gives one page (4 KB) per read() and this process has more */
+	assert_true(kr_read_file("/proc/self/smaps", buf, sizeof(buf)) > 4096 ||
+		    errno == EFBIG);
+	/* too long for buf: -1 with EFBIG, buf holds what fits, NUL-terminated */
+	snprintf(path, sizeof(path), "%s/file", dir);
+	put_file(path, "0123456789\n");
+	errno = 0;
+	assert_int_equal(kr_read_file(path, buf, 6), -1);
+	assert_int_equal(errno, EFBIG);
+	assert_string_equal(buf, "01234");
+	/* exactly fits, with or without its newline (stripped either way) */
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	assert_string_equal(buf, "0123456789");
+	put_file(path, "0123456789");
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	put_file(path, "0123456789\n\n");
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	put_file(path, "");
+	assert_int_equal(kr_read_file(path, buf, 11), 0);
+	assert_string_equal(buf, "");
+	unlink(path);
+	assert_int_equal(kr_read_file(path, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ENOENT);
+	rmdir(dir);
+}
+
 /* kernel threads only: kthreadd and ksoftirqd/0 found, this process not */
 static void test_find_kthreads(void **state)
 {
@@ -373,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_cpuidle),
 		cmocka_unit_test(test_rt_runtime_file),
 		cmocka_unit_test(test_interrupts),	  cmocka_unit_test(test_read_text),
+		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_find_kthreads),
 		cmocka_unit_test(test_threaded_cause),
 	};
