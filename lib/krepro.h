@@ -270,21 +270,40 @@ int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
 		       uint64_t *per_cpu, int max, char *name, size_t nlen);
 
 /* cmdline (/proc/cmdline's text) has word as a whole parameter ("threadirqs",
- * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0") */
+ * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0"), nor after "--"
+ * (init's arguments) */
 bool kr_cmdline_has(const char *cmdline, const char *word);
+/* The running kernel as it describes itself (tests describe recorded ones) */
+struct kr_kernel {
+	const char *release;  /* uname -r: "6.12.117+deb12-rt-amd64" */
+	const char *version;  /* uname -v: "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 ..." */
+	const char *cmdline;  /* /proc/cmdline */
+	const char *realtime; /* /sys/kernel/realtime (RT patch queue only); NULL: absent */
+	const char *config;   /* its config text (kr_kconfig_text); NULL: none readable */
+};
+const struct kr_kernel *kr_kernel_self(void);
+/* PREEMPT_RT: where the kernel says so ("uname -v", "/sys/kernel/realtime",
+ * "CONFIG_PREEMPT_RT=y"), else NULL. Mainline RT (6.12+) has no /sys/kernel/realtime. */
+const char *kr_preempt_rt(const struct kr_kernel *k);
 /* When every softirq of this kernel runs in a thread (ksoftirqd, not irq exit), the cause in
- * words ("PREEMPT_RT: ...", "threadirqs: ..."), else NULL: PREEMPT_RT (/sys/kernel/realtime
- * is 1) or threadirqs on the kernel command line. */
+ * words ("PREEMPT_RT (uname -v): ...", "threadirqs: ..."), else NULL: PREEMPT_RT, or
+ * threadirqs on the command line (an early parameter: any value; IRQ_FORCED_THREADING) */
 const char *kr_softirq_threaded(void);
-/* the same from cmdline (/proc/cmdline's text) and realtime (/sys/kernel/realtime's text,
- * NULL: absent), for tests */
-const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime);
+const char *kr_softirq_threaded_from(const struct kr_kernel *k);
+/* When the RPS backlog of this kernel runs in the backlog_napi/N threads, not in NET_RX,
+ * the cause in words ("PREEMPT_RT (...): ...", "thread_backlog_napi: ..."), else NULL:
+ * v6.10+ with PREEMPT_RT or thread_backlog_napi on the command line (net/core/dev.c,
+ * use_backlog_threads()). Where kernel threads are visible, backlog_napi/N must exist. */
+const char *kr_backlog_threaded(void);
+const char *kr_backlog_threaded_from(const struct kr_kernel *k);
 
 /* Kernel config: value of "CONFIG_X" ("y", "m", "250", ...) into buf; returns 1 if set, 0 if
  * "is not set" or absent, -1 if no config is readable (/proc/config.gz, /boot/config-R). */
 int kr_kconfig(const char *option, char *buf, size_t len);
 /* parse the same from config text (for tests) */
 int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len);
+/* the whole config text of the running kernel, read once; NULL if none is readable */
+const char *kr_kconfig_text(void);
 
 /* ---- cpuidle (of one CPU: the one a phenomenon is measured on, not cpu0) ---- */
 #define KR_MAX_IDLE_STATES 16

@@ -324,7 +324,7 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 	return 0;
 }
 
-int kr_kconfig(const char *option, char *buf, size_t len)
+const char *kr_kconfig_text(void)
 {
 	static char *text;
 	static int tried;
@@ -334,7 +334,14 @@ int kr_kconfig(const char *option, char *buf, size_t len)
 
 	if (f)
 		text = read_stream(f), pclose(f);
-	if (text && *text)
+	return text && *text ? text : NULL;
+}
+
+int kr_kconfig(const char *option, char *buf, size_t len)
+{
+	const char *text = kr_kconfig_text();
+
+	if (text)
 		return kr_kconfig_parse(text, option, buf, len);
 	snprintf(buf, len, "unknown");
 	return -1;

@@ -417,19 +417,136 @@ static void test_find_kthreads(void **state)
 	assert_int_equal(ts.ppid, getppid());
 }
 
-/* who runs softirqs in threads: PREEMPT_RT, threadirqs; a look-alike word is not it */
+/* uname -v of Debian's kernels (their bzImages' version strings, and booted) */
+#define DEB61 "#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-2 (2026-11-16)"
+#define DEB61_RT "#1 SMP PREEMPT_RT Debian 6.1.192-2 (2026-11-16)"
+#define DEB612 "#1 SMP PREEMPT_DYNAMIC Debian 6.12.117-1~deb12u1 (2026-11-14)"
+#define DEB612_RT "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 (2026-11-14)"
+/* a kernel.org build's (init/Makefile's flags, then the build date); this host's; the form
+ * of the RT patches of 4.x */
+#define MAINLINE612_RT "#1 SMP PREEMPT_RT Wed Nov 26 06:00:00 UTC 2026"
+#define HOST618 "#1 SMP PREEMPT_DYNAMIC @0"
+#define DEB419_RT "#1 SMP PREEMPT RT Debian 4.19.67-2+deb10u2 (2019-11-11)"
+/* this host's command line: init's arguments after "--" */
+#define HOST_CMDLINE "console=ttyS0 quiet panic=1 rdinit=/process_api -- --addr 0.0.0.0:2024"
+
+/* who runs softirqs in threads: PREEMPT_RT as the kernel says it, threadirqs; a look-alike
+ * word is not it */
 static void test_threaded_cause(void **state)
 {
 	(void)state;
-	assert_null(kr_softirq_threaded_from("BOOT_IMAGE=/vmlinuz root=/dev/vda ro", NULL));
-	assert_non_null(kr_softirq_threaded_from("root=/dev/vda threadirqs quiet", NULL));
-	assert_non_null(kr_softirq_threaded_from("threadirqs", NULL));
-	assert_non_null(kr_softirq_threaded_from("ro threadirqs\n", NULL));
-	assert_null(kr_softirq_threaded_from("ro nothreadirqs threadirqs=0x", NULL));
-	assert_non_null(kr_softirq_threaded_from("ro", "1\n"));
-	assert_null(kr_softirq_threaded_from("ro", "0\n"));
-	assert_string_equal(kr_softirq_threaded_from("threadirqs", "1"),
-			    "PREEMPT_RT: softirqs always run in threads");
+	struct kr_kernel k = { .release = "6.18.44", .version = HOST618, .cmdline = "ro" };
+	const char *const no[] = { "BOOT_IMAGE=/vmlinuz root=/dev/vda ro", "nothreadirqs",
+		"foo.threadirqs", "threadirqsx", HOST_CMDLINE " threadirqs",
+		"x=\"a threadirqs b\"", "a -- b threadirqs", "" };
+	const char *const yes[] = { "root=/dev/vda threadirqs quiet", "threadirqs",
+		"ro threadirqs\n", "threadirqs=0", "\"threadirqs\"", "\"threadirqs=1\"" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+		k.cmdline = no[i];
+		assert_null(kr_softirq_threaded_from(&k));
+	}
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		k.cmdline = yes[i];
+		assert_string_equal(kr_softirq_threaded_from(&k),
+				    "threadirqs: irq exit leaves every softirq to ksoftirqd");
+	}
+	/* whole parameters of the kernel's, not init's */
+	assert_true(kr_cmdline_has(HOST_CMDLINE, "quiet"));
+	assert_true(kr_cmdline_has(HOST_CMDLINE, "panic=1"));
+	assert_false(kr_cmdline_has(HOST_CMDLINE, "--addr"));
+	assert_false(kr_cmdline_has(HOST_CMDLINE, "--"));
+	assert_false(kr_cmdline_has("x=\"a quiet\"", "quiet"));
+	/* a config without IRQ_FORCED_THREADING has no threadirqs parameter */
+	k.config = "# CONFIG_IRQ_FORCED_THREADING is not set\n";
+	assert_null(kr_softirq_threaded_from(&k));
+	k.config = "CONFIG_IRQ_FORCED_THREADING=y\n";
+	assert_non_null(kr_softirq_threaded_from(&k));
+
+	/* generic kernels: not RT, with or without their config at hand */
+	const char *const generic[] = { DEB61, DEB612, HOST618, "#1 SMP PREEMPT",
+		"#1 SMP PREEMPT_RTX", "#1 SMP" };
+	for (size_t i = 0; i < sizeof(generic) / sizeof(*generic); i++) {
+		k = (struct kr_kernel){ .release = "6.12.117+deb12-amd64", .version = generic[i],
+			.cmdline = "ro quiet", .config = "# CONFIG_PREEMPT_RT is not set\n" };
+		assert_null(kr_preempt_rt(&k));
+		assert_null(kr_softirq_threaded_from(&k));
+		k.config = NULL;
+		assert_null(kr_softirq_threaded_from(&k));
+	}
+	/* Debian's 6.1-rt and 6.12-rt: the RT patches; uname -v and /sys/kernel/realtime */
+	k = (struct kr_kernel){ .release = "6.1.0-56-rt-amd64", .version = DEB61_RT,
+		.cmdline = "ro", .realtime = "1\n" };
+	assert_string_equal(kr_softirq_threaded_from(&k),
+			    "PREEMPT_RT (uname -v): softirqs always run in threads");
+	k.release = "6.12.117+deb12-rt-amd64", k.version = DEB612_RT;
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	/* 6.12 from kernel.org with PREEMPT_RT=y: no /sys/kernel/realtime, which only the RT
+	 * patch queue adds (Debian's 6.12-rt applies it: its file says 1). The old code's
+	 * NULL here. */
+	k = (struct kr_kernel){ .release = "6.12.0", .version = MAINLINE612_RT,
+		.cmdline = "BOOT_IMAGE=/boot/vmlinuz-6.12.0 root=/dev/vda ro" };
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	assert_non_null(kr_softirq_threaded_from(&k));
+	k.version = DEB419_RT;
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	/* a version string that says nothing: the config, then the RT patch's file */
+	k.version = "#1 custom";
+	k.config = "CONFIG_PREEMPT_RT=y\n";
+	assert_string_equal(kr_softirq_threaded_from(&k),
+			    "PREEMPT_RT (CONFIG_PREEMPT_RT=y): softirqs always run in threads");
+	k.config = NULL;
+	k.realtime = "1";
+	assert_string_equal(kr_preempt_rt(&k), "/sys/kernel/realtime");
+	k.realtime = "0";
+	assert_null(kr_preempt_rt(&k));
+	/* this machine: 6.18, neither */
+	assert_null(kr_softirq_threaded());
+}
+
+/* the RPS backlog in backlog_napi/N: v6.10+, PREEMPT_RT or thread_backlog_napi */
+static void test_backlog_threaded(void **state)
+{
+	(void)state;
+	const char *param = "thread_backlog_napi: the RPS backlog runs in backlog_napi/N";
+	struct kr_kernel k = { .release = "6.12.117+deb12-amd64", .version = DEB612,
+			       .cmdline = "root=/dev/vda ro thread_backlog_napi console=ttyS0" };
+	assert_string_equal(kr_backlog_threaded_from(&k), param);
+	/* an early parameter: any value, '-' for '_'; not after "--", not inside a word */
+	const char *const yes[] = { "thread_backlog_napi=0", "thread-backlog-napi",
+		"\"thread_backlog_napi\"" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		k.cmdline = yes[i];
+		assert_string_equal(kr_backlog_threaded_from(&k), param);
+	}
+	const char *const no[] = { "ro", "net.thread_backlog_napi", "thread_backlog_napix",
+		"ro -- thread_backlog_napi", "threadirqs", "" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+		k.cmdline = no[i];
+		assert_null(kr_backlog_threaded_from(&k));
+	}
+	/* before 6.10 there is no such thread, the parameter is unknown */
+	k = (struct kr_kernel){ .release = "6.9.12", .version = DEB612,
+				.cmdline = "thread_backlog_napi" };
+	assert_null(kr_backlog_threaded_from(&k));
+	k.release = "6.10.0-rc1";
+	assert_non_null(kr_backlog_threaded_from(&k));
+	k.release = "7.0.0";
+	assert_non_null(kr_backlog_threaded_from(&k));
+	/* mainline RT 6.12: always */
+	k = (struct kr_kernel){ .release = "6.12.117+deb12-rt-amd64", .version = DEB612_RT,
+				.cmdline = "ro" };
+	assert_string_equal(kr_backlog_threaded_from(&k),
+			    "PREEMPT_RT (uname -v): the RPS backlog runs in backlog_napi/N");
+	/* RT 6.1: softirqs in threads, but no backlog thread yet */
+	k = (struct kr_kernel){ .release = "6.1.0-56-rt-amd64", .version = DEB61_RT,
+				.cmdline = "ro thread_backlog_napi", .realtime = "1" };
+	assert_null(kr_backlog_threaded_from(&k));
+	assert_non_null(kr_softirq_threaded_from(&k));
+	/* generic 6.18 without the parameter: this machine */
+	k = (struct kr_kernel){ .release = "6.18.44-fc-v669", .version = HOST618,
+				.cmdline = HOST_CMDLINE };
+	assert_null(kr_backlog_threaded_from(&k));
+	assert_null(kr_backlog_threaded());
 }
 
 int main(void)
@@ -444,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_find_kthreads),
 		cmocka_unit_test(test_threaded_cause),
+		cmocka_unit_test(test_backlog_threaded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
