@@ -407,8 +407,12 @@ struct kr_cgroups {
 	bool v2_cpu;	       /* cpu controller available on v2 */
 	char v1_cpu[256];      /* v1 hierarchy holding "cpu", "" if none */
 	char v1_cpuacct[256];  /* v1 hierarchy holding "cpuacct" ("" if none; may equal v1_cpu) */
+	/* the directory of the hierarchy each is mounted from: "/", or in a container
+	 * "/docker/ID" (/proc/self/cgroup's paths are the hierarchy's, not the mount's) */
+	char v2_root[256], v1_cpu_root[256];
 };
-/* from /proc/self/mountinfo (text given for tests; NULL reads the real one) */
+/* from /proc/self/mountinfo (text given for tests; NULL reads the real one); of mounts at
+ * one place, the last (it hides the others) */
 int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg);
 int kr_cgroups_find(struct kr_cgroups *cg);
 /* mkdir the group, journaled; checks that it is a real cgroup (cgroup.procs exists) */
@@ -426,7 +430,8 @@ int kr_cgroup_attach_pid(const char *path, pid_t pid);
  * for want of CAP_SYS_NICE; 128 on other errors. Call it before changing anything. */
 int kr_rt_check(int prio, char *reason, size_t len);
 /* the cpu.rt_runtime_us file of the caller's group from /proc/self/cgroup text: returns 1
- * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1; group: the cgroup path */
+ * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1 (also when the group is outside
+ * the mounted part of the hierarchy, or the path does not fit flen); group: its path */
 int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
 		       size_t flen, char *group, size_t glen);
 

@@ -261,6 +261,33 @@ static void test_rt_runtime_file(void **state)
 	assert_int_equal(kr_rt_runtime_file("0::/user.slice/session-2.scope\n", &cg, file,
 					    sizeof(file), group, sizeof(group)), 2);
 	assert_string_equal(group, "/user.slice/session-2.scope");
+	/* a container's view (recorded: the v1 cpu hierarchy's /krepro-libfix-docker bind-
+	 * mounted over /sys/fs/cgroup/cpu, as docker mounts /docker/ID): /proc/self/cgroup
+	 * paths are the hierarchy's, the mount shows the group at its mount root */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1_container.txt"), &cg), 0);
+	assert_string_equal(cg.v1_cpu, "/sys/fs/cgroup/cpu");
+	assert_int_equal(kr_rt_runtime_file(data("proc_cgroup_v1_container.txt"), &cg, file,
+					    sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(group, "/krepro-libfix-docker/app");
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/app/cpu.rt_runtime_us");
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-docker\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/cpu.rt_runtime_us");
+	/* a group outside what is mounted has no file here; a look-alike prefix is not in it */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/other\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-dockerx\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), -1);
+	/* a file name that does not fit is none (cut short, it would name another) */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-docker/app\n", &cg, file, 30,
+					    group, sizeof(group)), -1);
+	assert_string_equal(file, "");
+	/* v2 the same */
+	assert_int_equal(kr_cgroups_parse("30 1 0:26 /docker/1f2e /sys/fs/cgroup rw - cgroup2 "
+					  "cgroup2 rw\n", &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("0::/docker/1f2e/c\n", &cg, file, sizeof(file),
+					    group, sizeof(group)), 2);
+	assert_string_equal(file, "/sys/fs/cgroup/c/cpu.rt_runtime_us");
 	/* garbage */
 	assert_int_equal(kr_rt_runtime_file("nonsense\n::\n", &cg, file, sizeof(file), group,
 					    sizeof(group)), -1);
