@@ -458,6 +458,10 @@ int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd);
  * "group:cgroup", "group:memory", "group:numa", "group:virt") to the report environment. */
 void kr_env_standard(const char *const *knobs);
 extern const char *const kr_env_groups[]; /* every group: what scripts/envinfo prints */
+/* the CPU model from /proc/cpuinfo's text: "model name" (x86), else arm64's implementer and
+ * part ("ARM Neoverse-N1"), other architectures' lines, the device tree's model (dt_model:
+ * /sys/firmware/devicetree/base/model, may be NULL); "unknown" */
+char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, size_t len);
 /* The CPU a phenomenon is measured on: "group:cpuidle" and "group:cpufreq" describe it
  * (default cpu0). Call before kr_env_standard. */
 void kr_env_cpu(int cpu);

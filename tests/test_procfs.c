@@ -576,6 +576,47 @@ static void test_backlog_threaded(void **state)
 	assert_null(kr_backlog_threaded());
 }
 
+/* the CPU model of the header: x86 says it; arm64 says who made which part */
+static void test_cpu_model(void **state)
+{
+	char m[256], *t;
+	(void)state;
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_x86.txt"), NULL, m, sizeof(m)),
+			    "AMD EPYC");
+	/* Ampere Altra: 0x41 0xd0c (the lscpu thread's); Rockchip RK3588: 4 A55 and 4 A76 */
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_altra.txt"), NULL, m,
+					      sizeof(m)), "ARM Neoverse-N1");
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_rk3588.txt"),
+					      "Radxa ROCK 5B", m, sizeof(m)),
+			    "ARM Cortex-A55 + ARM Cortex-A76 (Radxa ROCK 5B)");
+	/* parts and makers without a name here: their numbers */
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0x41\nCPU part\t: 0xfff\n",
+					      NULL, m, sizeof(m)), "ARM part 0xfff");
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0x99\nCPU part\t: 0x001\n",
+					      NULL, m, sizeof(m)),
+			    "implementer 0x99 part 0x001");
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n",
+					      NULL, m, sizeof(m)), "Ampere AmpereOne");
+	/* the device tree alone; other architectures; nothing */
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\n", "Raspberry Pi 5 Model B",
+					      m, sizeof(m)), "Raspberry Pi 5 Model B");
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\ncpu\t\t: POWER9 (raw), altivec "
+					      "supported\n", NULL, m, sizeof(m)),
+			    "POWER9 (raw), altivec supported");
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\nuarch\t\t: sifive,u74-mc\n",
+					      NULL, m, sizeof(m)), "sifive,u74-mc");
+	assert_string_equal(kr_cpu_model_from("cpu MHz\t: 2000\ncpu family\t: 6\n", NULL, m,
+					      sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from(NULL, NULL, m, sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from("c\ncp", NULL, m, sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_rk3588.txt"), NULL, m, 10),
+			    "ARM Corte");
+	/* this machine */
+	t = kr_read_text("/proc/cpuinfo");
+	assert_string_not_equal(kr_cpu_model_from(t, NULL, m, sizeof(m)), "unknown");
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_find_kthreads),
 		cmocka_unit_test(test_threaded_cause),
 		cmocka_unit_test(test_backlog_threaded),
+		cmocka_unit_test(test_cpu_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
