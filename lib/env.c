@@ -5,6 +5,7 @@
  */
 #include "krepro.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -208,22 +209,55 @@ static void env_memory(void)
 	       (unsigned long long)(total / 1024));
 }
 
+static int cmp_node(const void *a, const void *b)
+{
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+char *kr_numa_summary(const char *dir)
+{
+	char p[600], *online, *cpus, *out = NULL, *end;
+	int *nodes = NULL, n = 0, *more;
+	size_t len = 0;
+	struct dirent *e;
+	DIR *d;
+
+	dir = dir ? dir : "/sys/devices/system/node";
+	snprintf(p, sizeof(p), "%s/online", dir);
+	if (!(online = kr_read_text(p)) || !(d = opendir(dir)))
+		return free(online), NULL;
+	/* the nodeN directories: numbers may be sparse, up to MAX_NUMNODES (1024 on x86) */
+	while ((e = readdir(d))) {
+		long v = strncmp(e->d_name, "node", 4) ? -1 : strtol(e->d_name + 4, &end, 10);
+		if (v >= 0 && !*end && end > e->d_name + 4 && v <= INT32_MAX &&
+		    (more = realloc(nodes, (size_t)(n + 1) * sizeof(*nodes))))
+			nodes = more, nodes[n++] = (int)v;
+	}
+	closedir(d);
+	qsort(nodes, (size_t)n, sizeof(*nodes), cmp_node);
+	FILE *f = open_memstream(&out, &len);
+	if (f) {
+		fprintf(f, "nodes %.*s;", (int)strcspn(online, "\n"), online);
+		for (int i = 0; i < n; i++) {
+			snprintf(p, sizeof(p), "%s/node%d/cpulist", dir, nodes[i]);
+			cpus = kr_read_text(p);
+			int c = cpus ? (int)strcspn(cpus, "\n") : 0; /* a node of memory only */
+			fprintf(f, " node%d:cpus %.*s", nodes[i], c ? c : 4, c ? cpus : "none");
+			free(cpus);
+		}
+		fclose(f);
+	}
+	free(nodes);
+	free(online);
+	return out;
+}
+
 static void env_numa(void)
 {
-	char online[64], line[512] = "";
-	size_t o = 0;
+	char *s = kr_numa_summary(NULL);
 
-	if (kr_read_file("/sys/devices/system/node/online", online, sizeof(online)) < 0) {
-		kr_env("numa", "(no NUMA information)");
-		return;
-	}
-	for (int n = 0; n < 64 && o < sizeof(line) - 64; n++) {
-		char p[96], cpus[128];
-		snprintf(p, sizeof(p), "/sys/devices/system/node/node%d/cpulist", n);
-		if (kr_read_file(p, cpus, sizeof(cpus)) >= 0)
-			o += (size_t)snprintf(line + o, sizeof(line) - o, " node%d:cpus %s", n, cpus);
-	}
-	kr_env("numa", "nodes %s;%s", online, line);
+	kr_env("numa", "%s", s ? s : "(no NUMA information)");
+	free(s);
 }
 
 static void env_virt(void)

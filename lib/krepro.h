@@ -462,6 +462,9 @@ extern const char *const kr_env_groups[]; /* every group: what scripts/envinfo p
  * part ("ARM Neoverse-N1"), other architectures' lines, the device tree's model (dt_model:
  * /sys/firmware/devicetree/base/model, may be NULL); "unknown" */
 char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, size_t len);
+/* "nodes 0-1,70; node0:cpus 0-3 node1:cpus none node70:cpus 4-7": every node of dir (NULL:
+ * /sys/devices/system/node), numbers sparse and of any size; malloc'd, NULL if unreadable */
+char *kr_numa_summary(const char *dir);
 /* The CPU a phenomenon is measured on: "group:cpuidle" and "group:cpufreq" describe it
  * (default cpu0). Call before kr_env_standard. */
 void kr_env_cpu(int cpu);

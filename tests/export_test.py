@@ -23,7 +23,7 @@ CEILING = {
     "rt_starve": (2878, 93576),
     "dio_kworker": (2852, 92377),
     "hwts": (2580, 84771),
-    "ktask_bench": (2535, 85105),
+    "ktask_bench": (2568, 85994),
     "irqacct": (2559, 84425),
 }
 

@@ -617,6 +617,32 @@ static void test_cpu_model(void **state)
 	free(t);
 }
 
+/* NUMA nodes as sysfs lists them: sparse, beyond 64, one without CPUs */
+static void test_numa(void **state)
+{
+	char dir[] = "/tmp/krepro-test-node-XXXXXX", cmd[64], *s;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put(dir, "online", "0-1,70,1023");
+	put(dir, "possible", "0-1023");
+	put(dir, "node0/cpulist", "0-3");
+	put(dir, "node1/cpulist", "");
+	put(dir, "node70/cpulist", "4-7");
+	put(dir, "node1023/cpulist", "8");
+	put(dir, "power/autosuspend_delay_ms", "0");
+	assert_non_null(s = kr_numa_summary(dir));
+	assert_string_equal(s, "nodes 0-1,70,1023; node0:cpus 0-3 node1:cpus none "
+			       "node70:cpus 4-7 node1023:cpus 8");
+	free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_null(kr_numa_summary("/nonexistent"));
+	/* this machine: one node */
+	assert_non_null(s = kr_numa_summary(NULL));
+	assert_non_null(strstr(s, "node0:cpus "));
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_threaded_cause),
 		cmocka_unit_test(test_backlog_threaded),
 		cmocka_unit_test(test_cpu_model),
+		cmocka_unit_test(test_numa),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
