@@ -7,8 +7,12 @@
 #include "krepro.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* word is one of the sep-separated words of list */
@@ -87,6 +91,37 @@ int kr_cgroup_create(const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+int kr_cgroup_remove(const char *path)
+{
+	char procs[PATH_MAX], ids[4096];
+	size_t n = strlen(path);
+	int r;
+
+	/* a cgroup whose last task just exited can stay busy a moment; one with a task
+	 * left (a workload the run forked, whose parent was killed) needs that task gone */
+	for (int i = 0; (r = rmdir(path)) < 0 && errno == EBUSY && i < 100; i++) {
+		if (n + sizeof("/cgroup.procs") <= sizeof(procs)) {
+			memcpy(procs, path, n);
+			memcpy(procs + n, "/cgroup.procs", sizeof("/cgroup.procs"));
+			int fd = open(procs, O_RDONLY | O_CLOEXEC);
+			ssize_t len = fd < 0 ? -1 : read(fd, ids, sizeof(ids));
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0, pid = 0; k < len; k++) {
+				if (ids[k] >= '0' && ids[k] <= '9') {
+					pid = pid * 10 + ids[k] - '0';
+					continue;
+				}
+				if (pid > 0 && pid != getpid())
+					kill((pid_t)pid, SIGKILL);
+				pid = 0;
+			}
+		}
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	return r;
 }
 
 int kr_cgroup_enable(const char *parent, const char *controller)

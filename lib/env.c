@@ -277,8 +277,7 @@ const char *const kr_env_groups[] = { "group:config", "group:cmdline", "group:sc
 	"group:thread_policies", "group:cgroup", "group:memory", "group:numa", "group:virt", NULL };
 
 /* One knob: "sysctl:kernel.sched_rt_runtime_us", "file:/sys/...", "config:CONFIG_HZ", or a
- * group of the bug-report environment ("group:cpuidle", see kr_env_groups). scripts/export
- * keeps the groups its program names (KR_ENV_GROUP_name) and no other. */
+ * group of the bug-report environment ("group:cpuidle", see kr_env_groups). */
 static void env_add_knob(const char *spec)
 {
 	char path[512], val[512];
@@ -293,60 +292,35 @@ static void env_add_knob(const char *spec)
 	} else if (!strncmp(spec, "config:", 7)) {
 		kr_kconfig(arg, val, sizeof(val));
 		kr_env(arg, "%s", val);
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_config)
 	} else if (!strcmp(spec, "group:config")) {
 		env_config();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cmdline)
 	} else if (!strcmp(spec, "group:cmdline")) {
 		env_cmdline();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_sched_features)
 	} else if (!strcmp(spec, "group:sched_features")) {
 		env_sched_features();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpuidle)
 	} else if (!strcmp(spec, "group:cpuidle")) {
 		env_cpuidle();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cpufreq)
 	} else if (!strcmp(spec, "group:cpufreq")) {
 		env_cpufreq();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_rt_throttling)
 	} else if (!strcmp(spec, "group:rt_throttling")) {
 		env_rt_throttling();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_irq_affinity)
 	} else if (!strcmp(spec, "group:irq_affinity")) {
 		env_irq_affinity();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_thread_policies)
 	} else if (!strcmp(spec, "group:thread_policies")) {
 		env_thread_policies();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_cgroup)
 	} else if (!strcmp(spec, "group:cgroup")) {
 		env_cgroup();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_memory)
 	} else if (!strcmp(spec, "group:memory")) {
 		env_memory();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_numa)
 	} else if (!strcmp(spec, "group:numa")) {
 		env_numa();
-#endif
-#if !defined(KR_EXPORT_MINIMAL) || defined(KR_ENV_GROUP_virt)
 	} else if (!strcmp(spec, "group:virt")) {
 		env_virt();
-#endif
 	} else {
 		kr_env(spec, "(unknown knob)");
 	}
 }
 
-#ifndef KR_EXPORT_MINIMAL /* the export's header says "model name" or "unknown" */
 /* the value of the first "key<tabs>: value" line of /proc/cpuinfo, its length in *n */
 static const char *cpuinfo_value(const char *text, const char *key, int *n)
 {
@@ -435,18 +409,9 @@ static size_t arm64_model(const char *text, char *buf, size_t len)
 	}
 	return o;
 }
-#endif
 
 char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, size_t len)
 {
-#ifdef KR_EXPORT_MINIMAL /* x86's "model name", else "unknown": the mail carries envinfo */
-	const char *p = cpuinfo ? strstr(cpuinfo, "model name") : NULL;
-
-	if (p && (p = strchr(p, ':')))
-		p += 1 + strspn(p + 1, " \t");
-	snprintf(buf, len, "%.*s", p ? (int)strcspn(p, "\n") : 7, p ? p : "unknown");
-	(void)dt_model;
-#else
 	/* arm64; MIPS, POWER, RISC-V, s390; 32-bit ARM's board */
 	static const char *const keys[] = { "cpu model", "cpu", "uarch", "vendor_id", "Hardware" };
 	int n = 0;
@@ -463,7 +428,6 @@ char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, si
 	}
 	if (!*buf)
 		snprintf(buf, len, "unknown");
-#endif
 	return buf;
 }
 
@@ -472,9 +436,7 @@ void kr_env_standard(const char *const *knobs)
 	struct utsname u;
 	char *text = kr_read_text("/proc/cpuinfo"), model[256], dt[128] = "";
 
-#ifndef KR_EXPORT_MINIMAL
 	kr_read_file("/sys/firmware/devicetree/base/model", dt, sizeof(dt)); /* cut: fine */
-#endif
 	uname(&u);
 	kr_env("kernel", "%s %s", u.release, u.machine);
 	kr_env("cpu", "%d x %s", kr_nr_cpus_online(), kr_cpu_model_from(text, dt, model,

@@ -24,7 +24,7 @@ int kr_interrupts_header(const char *line, int *col_cpu, int max)
 	for (const char *p = line; (p = strstr(p, "CPU")) && n < max; p += 3) {
 		char *end;
 		long c = strtol(p + 3, &end, 10);
-		if (end == p + 3 || c < 0 || c >= CPU_SETSIZE)
+		if (end == p + 3 || c < 0 || c >= KR_MAX_CPUS)
 			return -1;
 		col_cpu[n++] = (int)c;
 	}
