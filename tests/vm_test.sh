@@ -5,7 +5,8 @@
 # checks that every exit code comes back: 0 (fibtest PASS, --format=json parsed), 1 (fibtest
 # --trigger FAIL), 129 (rt_starve on a 1-CPU guest), 125 (fibtest without the cpu controller),
 # 128 (a bad option inside); and vmrun's own: 125 on a panic and on --timeout, 128 on bad
-# arguments, 130 on SIGINT with qemu and the temp dir gone (after SIGKILL: at the next run).
+# arguments, 130 on SIGINT with qemu and the temp dir gone (after SIGKILL: at the next run);
+# the big-host options (--possible-cpus, --tcg-thread) reach qemu and the kernel.
 # No check depends on how fast a guest boots: each run has vmrun's --timeout (300 s, 13x
 # the slowest, the silent-boot one, 22 s), the --timeout 3 one 60 s (3-4 s). 129 s in all
 # under TCG here (2026-11-26).
@@ -78,6 +79,20 @@ run "--offline beyond --cpus" 128 --kernel "$kernel" --cpus 2 --offline 2 -- "$f
 run "--taskset not a list" 128 --kernel "$kernel" --taskset 0-x -- "$fibtest"
 run "--taskset all offline" 128 --kernel "$kernel" --cpus 4 --offline 2-3 --taskset 2-3 -- "$fibtest"
 run "--nvme without a disk" 128 --kernel "$kernel" --nvme --disk-size 0 -- "$fibtest"
+run "--possible-cpus below --cpus" 128 --kernel "$kernel" --cpus 4 --possible-cpus 2 -- "$fibtest"
+run "--tcg-thread neither" 128 --kernel "$kernel" --tcg-thread many -- "$fibtest"
+# the big-host shape's options reach qemu and the kernel (a stand-in qemu records its
+# arguments and exits: no boot)
+fq=$(mktemp -d)
+printf '#!/bin/sh\necho "$*" >"%s/args"\n' "$fq" >"$fq/qemu"
+chmod +x "$fq/qemu"
+run "--cpus 64 --possible-cpus 128 --tcg-thread single: qemu exits, 125" 125 --accel tcg \
+	--boot-retries 0 --cpus 64 --possible-cpus 128 --tcg-thread single --kernel "$kernel" \
+	--qemu "$fq/qemu" -- "$fibtest"
+grep -q -- "-smp 64 " "$fq/args" && grep -q "possible_cpus=128" "$fq/args" &&
+	grep -q -- "-accel tcg,thread=single" "$fq/args" &&
+	ok "qemu got -smp 64, possible_cpus=128, thread=single" || bad "qemu arguments: $(cat "$fq/args")"
+rm -rf "$fq"
 
 # qemu+KVM that hangs silently (as on some hosts): vmrun gives up on KVM after --kvm-silence,
 # boots TCG, records the host, and the next boot goes straight to TCG. A stand-in qemu hangs
