@@ -88,6 +88,30 @@ char *kr_cpus_list(const struct kr_cpus *s, char *buf, size_t len)
 	return buf;
 }
 
+/* a CPU list of /sys/devices/system/cpu/ (nohz_full reads "(null)" on kernels built with
+ * NO_HZ_FULL but booted without it: empty); returns the count, -1 if unreadable */
+static int sysfs_cpus(const char *file, struct kr_cpus *out)
+{
+	char path[64], buf[4096] = "";
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/%s", file);
+	return kr_read_file(path, buf, sizeof(buf)) < 0 ? (*out = (struct kr_cpus){ 0, NULL }, -1)
+							: kr_cpus_parse(buf, out);
+}
+
+int kr_nr_cpu_ids(void)
+{
+	static int ids;
+	struct kr_cpus s = { 0, NULL };
+
+	if (!ids && sysfs_cpus("possible", &s) > 0)
+		ids = s.cpu[s.n - 1] + 1;
+	kr_cpus_free(&s);
+	if (!ids) /* without sysfs: the online count is a floor; affinity calls grow past it */
+		ids = sysconf(_SC_NPROCESSORS_CONF) > 0 ? (int)sysconf(_SC_NPROCESSORS_CONF) : 1;
+	return ids;
+}
+
 char *kr_cpus_mask(const struct kr_cpus *s, int nbits, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -155,17 +179,6 @@ int kr_pin(pid_t tid, int cpu)
 	return kr_affinity_set(tid, &(struct kr_cpus){ 1, &cpu });
 }
 
-/* a CPU list of /sys/devices/system/cpu/ (nohz_full reads "(null)" on kernels built with
- * NO_HZ_FULL but booted without it: empty); returns the count, -1 if unreadable */
-static int sysfs_cpus(const char *file, struct kr_cpus *out)
-{
-	char path[64], buf[4096] = "";
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/%s", file);
-	return kr_read_file(path, buf, sizeof(buf)) < 0 ? (*out = (struct kr_cpus){ 0, NULL }, -1)
-							: kr_cpus_parse(buf, out);
-}
-
 int kr_online_cpus(struct kr_cpus *out)
 {
 	/* without sysfs (some containers): the CPUs we may use are online */
@@ -181,19 +194,6 @@ int kr_nr_cpus_online(void)
 
 	kr_cpus_free(&s);
 	return n;
-}
-
-int kr_nr_cpu_ids(void)
-{
-	static int ids;
-	struct kr_cpus s = { 0, NULL };
-
-	if (!ids && sysfs_cpus("possible", &s) > 0)
-		ids = s.cpu[s.n - 1] + 1;
-	kr_cpus_free(&s);
-	if (!ids) /* without sysfs: the online count is a floor; affinity calls grow past it */
-		ids = sysconf(_SC_NPROCESSORS_CONF) > 0 ? (int)sysconf(_SC_NPROCESSORS_CONF) : 1;
-	return ids;
 }
 
 /* The affinity the process had when kr_main started, before any thread pinned itself. */
