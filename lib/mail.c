@@ -170,6 +170,8 @@ static struct {
 	int tid, policy, prio;
 } undo_log[32];
 static volatile sig_atomic_t nundo;
+/* kr_cgroup_remove, once a directory was made: a run that makes none leaves it out */
+static int (*remove_dir)(const char *path);
 
 /* how: the command that undoes it by hand */
 static int undo_add(char kind, const char *path, const char *old, int tid, int policy, int prio,
@@ -205,6 +207,7 @@ int kr_journal_write(const char *path, const char *value)
 
 int kr_journal_mkdir(const char *path, mode_t mode)
 {
+	remove_dir = kr_cgroup_remove;
 	return undo_add('d', path, "", 0, 0, 0, "rmdir %s", path) ? -1 : mkdir(path, mode);
 }
 
@@ -236,7 +239,7 @@ static int undo_all(void)
 		if (fd >= 0)
 			r = write(fd, u->old, strlen(u->old)) < 0 ? -1 : 0, close(fd);
 		if (u->kind == 'd')
-			r = kr_cgroup_remove(u->path);
+			r = remove_dir(u->path);
 		if (u->kind == 'u')
 			r = unlink(u->path);
 		if (u->kind == 's')
