@@ -557,10 +557,6 @@ static int judge(int repeat, double threshold, bool have_states)
 	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us", d[0], d[1], d[2]);
 	kr_measure("late_idle_pct", l.idle_pct);
 	kr_measure("late_awake_pct", l.awake_pct);
-	kr_cause("deep C-states (C6 exit 100-300 us) on the receiving CPU: disable them "
-		 "(cpuidle stateN/disable, intel_idle.max_cstate) or hold PM QoS");
-	kr_cause("a cpuidle governor choosing too deep a state for short idle periods");
-	kr_cause("a guest's halt: a VM exit and a host wakeup");
 	if (!have_states && cfg.awake == AWAKE_AUTO)
 		return kr_skip(KR_EXIT_SKIP_MACHINE,
 			       "no cpuidle states (halt-wakeup penalty p50 %+.1f us, p99 %+.1f us)",
@@ -727,6 +723,81 @@ static int hwts_parse(int index, const char *arg)
 	return -1;
 }
 
+/* The known causes of a FAIL, what this run measured first: the idle state the CPU
+ * entered between packets (per_packet[k]: entries per packet into state k in the idle
+ * blocks) and its driver. A guest's halt (haltpoll) is a VM exit: its remedies are not
+ * the C-state ones. root: "" (this machine) or a recorded sysfs tree (tests). Returns
+ * how many lines it wrote into c. */
+static int hwts_causes(const char *root, int cpu, const double *per_packet, double spacing_ms,
+		       char c[][320])
+{
+	struct kr_idle_state st[KR_MAX_IDLE_STATES];
+	char sys[256], drv[64], gov[64], poll_ns[32] = "?", boot[64] = "";
+	int deep = -1, n = 0, exits = 0;
+
+	snprintf(sys, sizeof(sys), "%s/sys/devices/system/cpu", root);
+	int ns = kr_cpuidle_states(sys, cpu, st, KR_MAX_IDLE_STATES);
+	kr_cpuidle_driver(sys, drv, sizeof(drv), gov, sizeof(gov));
+	for (int k = 0; k < ns; k++) { /* the deepest state entered */
+		exits += st[k].latency_us > 0;
+		if (per_packet[k] >= 0.1 && st[k].latency_us > 0 &&
+		    (deep < 0 || st[k].latency_us > st[deep].latency_us))
+			deep = k;
+	}
+	if (deep < 0 && exits) {
+		snprintf(c[n++], 320, "cpu%d entered no idle state between packets (driver "
+			 "%s; PM QoS held?): the late packets come from elsewhere, e.g. host "
+			 "noise", cpu, drv);
+		return n;
+	}
+	if (deep < 0) {
+		snprintf(c[n++], 320, "cpu%d halts without a cpuidle state (driver %s): the "
+			 "architecture's default idle (in a guest a VM exit); idle=poll avoids it",
+			 cpu, drv);
+		return n;
+	}
+	if (!strcmp(drv, "haltpoll")) {
+		snprintf(sys, sizeof(sys), "%s/sys/module/haltpoll/parameters/guest_halt_poll_ns",
+			 root);
+		kr_read_file(sys, poll_ns, sizeof(poll_ns));
+		snprintf(c[n++], 320, "a guest's halt: cpu%d idled in '%s' (cpuidle driver "
+			 "haltpoll) %.2f times per packet, each a VM exit; the host then wakes "
+			 "the vCPU thread and pays its own C-state exit", cpu, st[deep].name,
+			 per_packet[deep]);
+		snprintf(c[n++], 320, "its remedies: in the guest PM QoS (cpu_dma_latency), idle=poll, "
+			 "or halt polling longer than the gaps (haltpoll.guest_halt_poll_ns=%s, "
+			 "packets %g ms apart); on the host kvm.halt_poll_ns and its C-states",
+			 poll_ns, spacing_ms);
+		return n;
+	}
+	/* intel_idle.max_cstate and processor.max_cstate count from state1 (state0 polls) */
+	if (!strcmp(drv, "intel_idle") || !strcmp(drv, "acpi_idle"))
+		snprintf(boot, sizeof(boot), ", %s.max_cstate=%d at boot",
+			 drv[0] == 'i' ? "intel_idle" : "processor", deep - 1);
+	snprintf(c[n++], 320, "%s (exit %ld us, driver %s) on cpu%d, entered %.2f times per "
+		 "packet: disable it (cpu*/cpuidle/state%d/disable%s) or hold PM QoS "
+		 "(/dev/cpu_dma_latency)", st[deep].name, st[deep].latency_us, drv,
+		 cpu, per_packet[deep], deep, boot);
+	snprintf(c[n++], 320, "the %s governor choosing %s for idle periods of %g ms", gov,
+		 st[deep].name, spacing_ms);
+	return n;
+}
+
+static void causes(const struct kr_opts *o)
+{
+	char c[3][320], iso[64];
+	double pp[KR_MAX_IDLE_STATES];
+
+	(void)o;
+	for (int k = 0; k < nstates; k++)
+		pp[k] = per_packet(&conds[0], k);
+	for (int i = 0, n = hwts_causes("", rx_cpu, pp, (double)cfg.spacing_ns / 1e6, c); i < n; i++)
+		kr_cause("%s", c[i]);
+	if (*kr_cpu_isolation(rx_cpu, iso, sizeof(iso)))
+		kr_cause("cpu%d is %s: a CPU without its tick sleeps longer and deeper (NTT's "
+			 "case got worse with isolcpus and nohz_full)", rx_cpu, iso);
+}
+
 static int hwts_validate(const struct kr_opts *o)
 {
 	(void)o;
@@ -758,6 +829,7 @@ static const struct kr_cli cli = {
 	.options = hwts_options,
 	.parse = hwts_parse,
 	.validate = hwts_validate,
+	.causes = causes,
 };
 
 int main(int argc, char **argv)

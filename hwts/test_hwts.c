@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Description: unit test of hwts's verdict rule (late packets added by idling) on the
- * original investigation's numbers and this VM's, and its "no cpuidle states" decision. */
+ * original investigation's numbers and this VM's, its "no cpuidle states" decision, and
+ * the known causes a FAIL names, from recorded sysfs text (testdata/). */
 #define main hwts_main
 #include "hwts.c"
 #undef main
@@ -146,6 +147,77 @@ static void idle_states(void **state)
 	assert_true(hwts_has_idle_states(c6 + 1, 1));
 }
 
+/* the known causes of a FAIL from recorded sysfs text (testdata/README) */
+static int causes_of(const char *tree, const double *per_packet, char c[][320])
+{
+	char root[512];
+
+	snprintf(root, sizeof(root), "%s/%s", HWTS_TESTDATA, tree);
+	return hwts_causes(root, 1, per_packet, 10, c);
+}
+
+/* this host: a haltpoll guest (HLT is a VM exit): the FAIL names the guest's halt and
+ * its remedies, not C6 and intel_idle.max_cstate, which the guest does not have */
+static void causes_of_a_haltpoll_guest(void **state)
+{
+	double pp[2] = { 0.02, 1.59 }; /* entries per packet: POLL, haltpoll idle */
+	char c[3][320];
+	(void)state;
+
+	int n = causes_of("haltpoll-guest", pp, c);
+	assert_true(n >= 2);
+	assert_non_null(strstr(c[0], "guest's halt"));
+	assert_non_null(strstr(c[0], "'haltpoll idle' (cpuidle driver haltpoll) 1.59 times"));
+	assert_non_null(strstr(c[0], "VM exit"));
+	assert_non_null(strstr(c[1], "haltpoll.guest_halt_poll_ns=0"));
+	assert_non_null(strstr(c[1], "idle=poll"));
+	assert_non_null(strstr(c[1], "PM QoS"));
+	assert_non_null(strstr(c[1], "kvm.halt_poll_ns"));
+	for (int i = 0; i < n; i++) {
+		assert_null(strstr(c[i], "C6"));
+		assert_null(strstr(c[i], "max_cstate"));
+	}
+	/* --mitigate (PM QoS held): no halt, so the late packets are not the halt's */
+	pp[0] = 40, pp[1] = 0;
+	assert_int_equal(causes_of("haltpoll-guest", pp, c), 1);
+	assert_non_null(strstr(c[0], "entered no idle state"));
+}
+
+/* NTT's new hosts (intel_idle, C6 exit 290 us): the FAIL names C6, how to disable it
+ * (sysfs, and intel_idle.max_cstate=2 keeping C1 and C1E), and PM QoS */
+static void causes_of_an_intel_host(void **state)
+{
+	double pp[4] = { 0, 0.1, 0.3, 1.2 }; /* POLL, C1, C1E, C6 */
+	char c[3][320];
+	(void)state;
+
+	int n = causes_of("intel-spr", pp, c);
+	assert_true(n >= 1);
+	assert_non_null(strstr(c[0], "C6 (exit 290 us, driver intel_idle) on cpu1, entered "
+				     "1.20 times"));
+	assert_non_null(strstr(c[0], "state3/disable"));
+	assert_non_null(strstr(c[0], "intel_idle.max_cstate=2"));
+	assert_non_null(strstr(c[0], "PM QoS"));
+	for (int i = 0; i < n; i++)
+		assert_null(strstr(c[i], "VM exit"));
+	/* C6 not entered (a busy CPU idles shallow): the state it did enter is named */
+	pp[3] = 0;
+	causes_of("intel-spr", pp, c);
+	assert_non_null(strstr(c[0], "C1E (exit 2 us"));
+}
+
+/* no cpuidle driver (TCG): the run SKIPs unless --awake spin; then the default halt */
+static void causes_without_a_driver(void **state)
+{
+	double pp[1] = { 0 };
+	char c[3][320];
+	(void)state;
+
+	assert_int_equal(causes_of("no-driver", pp, c), 1);
+	assert_non_null(strstr(c[0], "without a cpuidle state (driver none)"));
+	assert_null(strstr(c[0], "max_cstate"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +227,9 @@ int main(void)
 		cmocka_unit_test(rule_edges),
 		cmocka_unit_test(idled_between_packets),
 		cmocka_unit_test(idle_states),
+		cmocka_unit_test(causes_of_a_haltpoll_guest),
+		cmocka_unit_test(causes_of_an_intel_host),
+		cmocka_unit_test(causes_without_a_driver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
