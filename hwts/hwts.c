@@ -130,13 +130,16 @@ static enum kr_verdict hwts_rule(double added_pct, double threshold_pct)
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
-/* entries into any state per packet (the CPU idled: >= HW_MIN_IDLE_ENTRIES) */
-static double hwts_idled(const uint64_t *entries, int n, long packets)
+/* entries per packet into the states (the CPU idled: >= HW_MIN_IDLE_ENTRIES); deep:
+ * only those with an exit latency, which PM QoS 0 keeps the CPU out of (POLL, a busy
+ * loop, has none) */
+static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, int n,
+			   long packets, bool deep)
 {
 	uint64_t sum = 0;
 
 	for (int k = 0; k < n; k++)
-		sum += entries[k];
+		sum += !deep || st[k].latency_us > 0 ? e[k] : 0;
 	return packets > 0 ? (double)sum / (double)packets : 0;
 }
 
@@ -385,12 +388,18 @@ static int open_net(void)
 
 /* ---- the measurement: all conditions, interleaved in rounds (ABBA); per_block + 1
  * packets a block (the first after a switch is a warmup); state entries per block ---- */
-static int measure(int repeat, long per_block)
+static int measure(int repeat, long per_block, bool mitigate)
 {
 	struct hw_pkt p = { .magic = HW_MAGIC, .reply_port = (uint16_t)(cfg.port + 1) };
 	struct timespec now;
 	pthread_t rxt;
+	int qos = -1;
+	int32_t zero = 0;
 
+	/* --mitigate: PM QoS 0 for the whole run, released with the fd (or at exit) */
+	if (mitigate && ((qos = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC)) < 0 ||
+			 write(qos, &zero, sizeof(zero)) != sizeof(zero)))
+		return kr_error("/dev/cpu_dma_latency: %s", strerror(errno));
 	if (kr_pin(0, tx_cpu) < 0 ||
 	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, NULL) < 0)
 		return kr_error("pinning to cpu%d/cpu%d: %s", tx_cpu, rx_cpu, strerror(errno));
@@ -427,7 +436,7 @@ static int measure(int repeat, long per_block)
 	atomic_store(&rx_stop, true);
 	sendto(txfd, &p, sizeof(p), 0, (struct sockaddr *)&dst, sizeof(dst));
 	pthread_join(rxt, NULL);
-	return 0;
+	return qos >= 0 ? close(qos) : 0;
 }
 
 /* ---- segments (with --peer, driver->kernel and user->user span the round trip) ---- */
@@ -532,7 +541,8 @@ static struct hw_late late_of(int rep)
 }
 
 /* ---- the verdict: per repeat, then the vote ---- */
-static int judge(int repeat, double threshold, bool have_states)
+static int judge(int repeat, double threshold, bool have_states, bool mitigate,
+		 const char *gov)
 {
 	static const double at[3] = { 50, 90, 99 };
 	enum kr_verdict v[100];
@@ -555,14 +565,25 @@ static int judge(int repeat, double threshold, bool have_states)
 	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
 	       l.awake_pct, l.limit);
 	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us", d[0], d[1], d[2]);
+	/* entries into states with an exit latency: a halt or a C-state (not POLL) */
+	kr_measure("idle_deep_entries_per_packet",
+		   hwts_entries(conds[0].entries, states, nstates, conds[0].sent, true));
 	kr_measure("late_idle_pct", l.idle_pct);
 	kr_measure("late_awake_pct", l.awake_pct);
 	if (!have_states && cfg.awake == AWAKE_AUTO)
 		return kr_skip(KR_EXIT_SKIP_MACHINE,
 			       "no cpuidle states (halt-wakeup penalty p50 %+.1f us, p99 %+.1f us)",
 			       d[0], d[2]);
+	/* PM QoS must have kept the CPU polling, else awake (or --mitigate) idled too */
+	for (int c = 0; c < 2; c++) {
+		double deep = hwts_entries(conds[c].entries, states, nstates, conds[c].sent, true);
+		if ((conds[c].kind == C_PMQOS || mitigate) && deep >= 0.1)
+			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d polling (%s: "
+				       "%.2f halts per packet, governor %s)", rx_cpu, conds[c].name,
+				       deep, gov);
+	}
 	/* an idle condition in which the CPU did not idle compares nothing */
-	double e = hwts_idled(conds[0].entries, nstates, conds[0].sent);
+	double e = hwts_entries(conds[0].entries, states, nstates, conds[0].sent, false);
 	if (nstates && e < HW_MIN_IDLE_ENTRIES) {
 		kr_say("cpu%d idled %.2f times per packet (< %.1f): other tasks kept it busy",
 		       rx_cpu, e, HW_MIN_IDLE_ENTRIES);
@@ -602,7 +623,7 @@ static int run(const struct kr_opts *o)
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	bool have_states = hwts_has_idle_states(states, nstates);
 	int awake = cfg.awake ? cfg.awake : have_states ? AWAKE_PMQOS : AWAKE_SPIN;
-	if (awake == AWAKE_PMQOS && access("/dev/cpu_dma_latency", W_OK) < 0)
+	if ((awake == AWAKE_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
 			       strerror(errno));
 	if (cfg.per_state && !have_states)
@@ -642,9 +663,10 @@ static int run(const struct kr_opts *o)
 	kr_param("packets", "%ld", per_block * HW_ROUNDS);
 	kr_param("awake", "%s", awake == AWAKE_SPIN ? "spin" : "pmqos");
 	kr_param("repeat", "%d", o->repeat);
+	kr_param("mitigate", "%s", o->mitigate ? "pmqos" : "no");
 	kr_say("hardware stamps: %s", hw_rx || hw_tx ? "on" : hw_why);
 	kr_measure_str("hardware_timestamps", hw_rx || hw_tx ? "on" : hw_why);
-	if ((r = measure(o->repeat, per_block)))
+	if ((r = measure(o->repeat, per_block, o->mitigate)))
 		return r;
 
 	long lost = 0;
@@ -662,12 +684,12 @@ static int run(const struct kr_opts *o)
 	if (lost > (long)next_seq / 10)
 		return kr_error("%ld of %u packets lost", lost, next_seq);
 	report(gov);
-	return judge(o->repeat, o->threshold, have_states);
+	return judge(o->repeat, o->threshold, have_states, o->mitigate, gov);
 }
 
 static const struct kr_prog prog = {
 	.name = "hwts",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT | KR_OPT_MITIGATE,
 	.metric = "late_added",
 	.unit = "%",
 	.threshold = 5,
@@ -764,7 +786,7 @@ static int hwts_causes(const char *root, int cpu, const double *per_packet, doub
 			 "haltpoll) %.2f times per packet, each a VM exit; the host then wakes "
 			 "the vCPU thread and pays its own C-state exit", cpu, st[deep].name,
 			 per_packet[deep]);
-		snprintf(c[n++], 320, "its remedies: in the guest PM QoS (cpu_dma_latency), idle=poll, "
+		snprintf(c[n++], 320, "its remedies: in the guest PM QoS (--mitigate), idle=poll, "
 			 "or halt polling longer than the gaps (haltpoll.guest_halt_poll_ns=%s, "
 			 "packets %g ms apart); on the host kvm.halt_poll_ns and its C-states",
 			 poll_ns, spacing_ms);
@@ -776,7 +798,7 @@ static int hwts_causes(const char *root, int cpu, const double *per_packet, doub
 			 drv[0] == 'i' ? "intel_idle" : "processor", deep - 1);
 	snprintf(c[n++], 320, "%s (exit %ld us, driver %s) on cpu%d, entered %.2f times per "
 		 "packet: disable it (cpu*/cpuidle/state%d/disable%s) or hold PM QoS "
-		 "(/dev/cpu_dma_latency)", st[deep].name, st[deep].latency_us, drv,
+		 "(/dev/cpu_dma_latency, --mitigate)", st[deep].name, st[deep].latency_us, drv,
 		 cpu, per_packet[deep], deep, boot);
 	snprintf(c[n++], 320, "the %s governor choosing %s for idle periods of %g ms", gov,
 		 st[deep].name, spacing_ms);
@@ -824,7 +846,9 @@ static const struct kr_cli cli = {
 		"C6 exits hit some packets, not the median; noise that hits both\n"
 		"conditions cancels. SKIP 125: the CPU entered idle < 0.9 times per\n"
 		"packet, or more awake packets were late than idle ones. SKIP 129\n"
-		"'no cpuidle states' (--awake auto), with the halt penalty printed.",
+		"'no cpuidle states' (--awake auto), with the halt penalty printed;\n"
+		"125 when PM QoS did not keep the CPU polling. --mitigate holds\n"
+		"/dev/cpu_dma_latency at 0 for the whole run: the idle blocks poll too.",
 	.example = "hwts --awake spin --cpu 1",
 	.options = hwts_options,
 	.parse = hwts_parse,

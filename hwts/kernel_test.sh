@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Description: runs hwts for real on this machine (meson suite 'kernel'): the verdict paths,
-# the known cause a FAIL names, software RX/TX stamps on veth and lo, the hardware path,
-# JSON, and that nothing is left changed (cpuidle 'disable' files, PM QoS, journal) after
-# a run and after SIGINT mid-run.
+# Description: runs hwts for real on this machine (meson suite 'kernel'): the verdict paths
+# (default, --mitigate), the known cause a FAIL names, software RX/TX stamps on veth and lo,
+# the hardware path, JSON, and that nothing is left changed (cpuidle 'disable' files, PM
+# QoS, journal) after a run and after SIGINT mid-run.
 set -u
 prog=${1:?usage: kernel_test.sh path/to/hwts}
 [ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
@@ -57,6 +57,11 @@ if [ $has_states = yes ]; then
 	# a guest (haltpoll): the cause is its halt, not C6 (issue 26 item 8)
 	[ $rc = 1 ] && [ "$driver" = haltpoll ] && check "FAIL names the guest's halt" True \
 		"$(json "$tmp/d.json" "\"guest's halt\" in j['known_causes'][0] and not any('C6' in c for c in j['known_causes'])")"
+	# --mitigate: PM QoS 0 for the whole run, the idle blocks poll too: PASS
+	run --mitigate --format json "$tmp/m.json"
+	[ $rc = 125 ] && skipped=1 || check "--mitigate PASS" 0 $rc
+	check "--mitigate: no halt in the idle blocks" True "$(json "$tmp/m.json" \
+		"j['parameters']['mitigate'] == 'pmqos' and j['measurements']['idle_deep_entries_per_packet'] < 0.1")"
 else
 	check "default SKIP no cpuidle states" 129 $rc
 	check "SKIP reason" True "$(json "$tmp/d.json" "j['reason'].startswith('no cpuidle states')")"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Description: unit test of hwts's verdict rule (late packets added by idling) on the
- * original investigation's numbers and this VM's, its "no cpuidle states" decision, and
- * the known causes a FAIL names, from recorded sysfs text (testdata/). */
+ * original investigation's numbers and this VM's, its "no cpuidle states" and "PM QoS
+ * took" decisions, and the known causes a FAIL names, from recorded sysfs text. */
 #define main hwts_main
 #include "hwts.c"
 #undef main
@@ -121,15 +121,22 @@ static void rule_edges(void **state)
 static void idled_between_packets(void **state)
 {
 	(void)state;
+	struct kr_idle_state st[2] = { { .name = "POLL", .latency_us = 0 },
+				       { .name = "haltpoll idle", .latency_us = 1 } };
 	/* loaded host: the "idle" CPU entered idle before 9 % of the packets */
 	uint64_t busy[2] = { 6, 21 }, quiet[2] = { 6, 711 }, poll_only[2] = { 280, 0 },
 		 part[2] = { 9, 189 };
-	assert_true(hwts_idled(part, 2, 300) < HW_MIN_IDLE_ENTRIES); /* 0.66: builds running */
-	assert_true(hwts_idled(busy, 2, 300) < HW_MIN_IDLE_ENTRIES);
-	assert_true(hwts_idled(quiet, 2, 300) >= HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(part, st, 2, 300, false) < HW_MIN_IDLE_ENTRIES); /* 0.66 */
+	assert_true(hwts_entries(busy, st, 2, 300, false) < HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(quiet, st, 2, 300, false) >= HW_MIN_IDLE_ENTRIES);
 	/* a governor that polls is idling too */
-	assert_true(hwts_idled(poll_only, 2, 300) >= HW_MIN_IDLE_ENTRIES);
-	assert_true(hwts_idled(quiet, 2, 0) < HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(poll_only, st, 2, 300, false) >= HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(quiet, st, 2, 0, false) < HW_MIN_IDLE_ENTRIES);
+	/* PM QoS 0 took: no entry into a state with an exit latency (here: 40 polls, no
+	 * halt per packet); it did not: the halts count */
+	uint64_t pmqos[2] = { 12030, 0 }, ignored[2] = { 100, 450 };
+	assert_true(hwts_entries(pmqos, st, 2, 300, true) < 0.1);
+	assert_true(hwts_entries(ignored, st, 2, 300, true) > 1.4);
 }
 
 static void idle_states(void **state)
