@@ -22,7 +22,7 @@ static size_t spread(double *v, size_t at, size_t n, double lo, double hi)
 /* the verdict of idle against awake with the defaults (--late 25 us, threshold 5 %) */
 static enum kr_verdict verdict(const double *idle, double *awake, struct hw_late *l)
 {
-	*l = hwts_late(idle, N, awake, N, HW_LATE_US);
+	*l = hwts_late(idle, N, awake, N, 25.0);
 	return hwts_rule(l->added, 5.0);
 }
 
@@ -139,19 +139,22 @@ static void idled_between_packets(void **state)
 	assert_true(hwts_entries(ignored, st, 2, 300, true) > 1.4);
 }
 
+/* states to leave: those with an exit latency; POLL (a busy loop) has none */
 static void idle_states(void **state)
 {
 	(void)state;
-	struct kr_idle_state none[1] = { { .name = "" } };
-	struct kr_idle_state poll[1] = { { .name = "POLL" } };
-	struct kr_idle_state halt[2] = { { .name = "POLL" }, { .name = "haltpoll idle" } };
-	struct kr_idle_state c6[3] = { { .name = "POLL" }, { .name = "C1" }, { .name = "C6" } };
+	uint64_t one[3] = { 1, 1, 1 };
+	struct kr_idle_state poll[1] = { { .name = "POLL", .latency_us = 0 } };
+	struct kr_idle_state halt[2] = { { .name = "POLL", .latency_us = 0 },
+					 { .name = "haltpoll idle", .latency_us = 1 } };
+	struct kr_idle_state c6[3] = { { .name = "POLL", .latency_us = 0 },
+				       { .name = "C1", .latency_us = 2 },
+				       { .name = "C6", .latency_us = 133 } };
 
-	assert_false(hwts_has_idle_states(none, 0));
-	assert_false(hwts_has_idle_states(poll, 1));
-	assert_true(hwts_has_idle_states(halt, 2));
-	assert_true(hwts_has_idle_states(c6, 3));
-	assert_true(hwts_has_idle_states(c6 + 1, 1));
+	assert_true(hwts_entries(one, poll, 0, 1, true) == 0);
+	assert_true(hwts_entries(one, poll, 1, 1, true) == 0);
+	assert_true(hwts_entries(one, halt, 2, 1, true) == 1);
+	assert_true(hwts_entries(one, c6, 3, 1, true) == 2);
 }
 
 /* the known causes of a FAIL from recorded sysfs text (testdata/README) */
