@@ -38,6 +38,9 @@
 /* the CPU idled between packets: 1.6-2.9 entries per packet here, 0.03-0.63 with
  * other tasks on it (then the idle blocks compare nothing) */
 #define HW_MIN_IDLE_ENTRIES 0.9
+/* the CPU busy, out of its idle states: 0-1.3 % of the time here when quiet, 25-100 %
+ * with a fuzzer or a guest on it (the packets then wait for them, in both conditions) */
+#define HW_MAX_BUSY 10.0
 
 enum { PATH_VETH, PATH_LO, PATH_PEER };
 enum { AWAKE_AUTO, AWAKE_PMQOS, AWAKE_SPIN };
@@ -70,6 +73,7 @@ struct hw_cond {
 	char name[16];
 	int kind, state;		      /* C_NOSTATE: the state disabled */
 	uint64_t entries[KR_MAX_IDLE_STATES]; /* state usage in its blocks */
+	uint64_t idle_us, wall_ns; /* time in its states (cpuidle "time"), of its blocks */
 	long sent;
 };
 
@@ -135,14 +139,20 @@ static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, in
 }
 
 /* ---- the conditions ---- */
-/* e[k] += sign * usage of state k (modulo 2^64: the later + cancels the -) */
-static void add_usage(uint64_t *e, int sign)
+/* c's counters += sign * the measured CPU's (modulo 2^64: the later + cancels the -) */
+static void add_usage(struct hw_cond *c, int sign)
 {
 	struct kr_idle_state st[KR_MAX_IDLE_STATES];
 	int n = kr_cpuidle_states(NULL, rx_cpu, st, nstates);
+	uint64_t us = 0;
+	char p[160];
 
-	for (int k = 0; k < n; k++)
-		e[k] += (uint64_t)sign * st[k].usage;
+	c->wall_ns += (uint64_t)sign * (uint64_t)kr_now_ns();
+	for (int k = 0; k < n; k++) {
+		c->entries[k] += (uint64_t)sign * st[k].usage;
+		kr_cpuidle_path(NULL, rx_cpu, k, "time", p, sizeof(p));
+		c->idle_us += kr_read_u64(p, &us) ? 0 : (uint64_t)sign * us;
+	}
 }
 
 /* SCHED_IDLE: runs only when the CPU would idle; any wakeup preempts it */
@@ -272,7 +282,7 @@ static int measure(int repeat, long per_block, bool mitigate)
 				int c = round % 2 ? nconds - 1 - j : j;
 				if (cond_set(c, true) < 0)
 					return kr_error("%s: %s", conds[c].name, strerror(errno));
-				add_usage(conds[c].entries, -1);
+				add_usage(&conds[c], -1);
 				int64_t t = kr_now_ns() + cfg.spacing_ns;
 				for (long i = 0; i <= per_block; i++, t += cfg.spacing_ns) {
 					struct hw_sample *s = &samples[p[1] = next_seq++];
@@ -286,7 +296,7 @@ static int measure(int repeat, long per_block, bool mitigate)
 						more.sent();
 				}
 				conds[c].sent += per_block + 1;
-				add_usage(conds[c].entries, 1);
+				add_usage(&conds[c], 1);
 				cond_set(c, false);
 			}
 	kr_sleep_ns(50000000); /* the last packets, then the reader's stop */
@@ -323,17 +333,20 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 {
 	static const double at[4] = { 50, 90, 99, 100 };
 	enum kr_verdict v[100];
-	double p[2][4];
+	double p[2][4], busy[2];
 	int npass, nfail;
 	struct hw_late l;
 
-	kr_say("\nkernel->user (us) %8s %8s %8s %8s", "p50", "p90", "p99", "max");
+	kr_say("\nkernel->user (us) %8s %8s %8s %8s  cpu%d busy", "p50", "p90", "p99", "max",
+	       rx_cpu);
 	for (int c = 0; c < 2; c++) {
 		size_t n = collect(c, -1, buf);
 		for (int i = 0; i < 4; i++)
 			p[c][i] = kr_percentile(buf, n, at[i]);
-		kr_say("  %-15s %8.1f %8.1f %8.1f %8.1f", conds[c].name, p[c][0], p[c][1],
-		       p[c][2], p[c][3]);
+		busy[c] = !nstates ? NAN /* not known */
+			  : fmax(0, 100 - 1e5 * (double)conds[c].idle_us / (double)conds[c].wall_ns);
+		kr_say("  %-15s %8.1f %8.1f %8.1f %8.1f %9.1f%%", conds[c].name, p[c][0], p[c][1],
+		       p[c][2], p[c][3], busy[c]);
 	}
 	kr_say("state entries per packet on cpu%d (cpuidle driver %s):", rx_cpu, drv);
 	for (int c = 0; c < nconds; c++)
@@ -367,6 +380,11 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 	double e = hwts_entries(conds[0].entries, states, nstates, conds[0].sent, false);
 	if (nstates && e < HW_MIN_IDLE_ENTRIES) /* without states, --awake spin: not known */
 		return kr_inconclusive(l.added, "cpu%d idled %.2fx per packet: busy", rx_cpu, e);
+	/* other tasks or the host on the CPU delay packets more than idle states do */
+	for (int c = 0; c < 2; c++)
+		if (conds[c].kind != C_SPIN && busy[c] > HW_MAX_BUSY)
+			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in the %s blocks", rx_cpu,
+					       busy[c], conds[c].name);
 	enum kr_verdict final = kr_vote(v, o->repeat, &npass, &nfail);
 	if (final == KR_SKIP && (npass || nfail))
 		return kr_inconclusive(l.added, "%d repeats PASS, %d FAIL", npass, nfail);
@@ -846,8 +864,9 @@ int main(int argc, char **argv)
 			"state adds a few us, C6 100-300 us). Threshold 5 %: the original's\n"
 			"C6 exits hit some packets, not the median; noise that hits both\n"
 			"conditions cancels. SKIP 125: the CPU entered idle < 0.9 times per\n"
-			"packet, more awake packets were late than idle ones, or PM QoS did\n"
-			"not keep the CPU polling. SKIP 129: no cpuidle states besides POLL.\n"
+			"packet or was busy > 10 % of the time (other tasks), more awake\n"
+			"packets were late than idle ones, or PM QoS did not keep the CPU\n"
+			"polling. SKIP 129: no cpuidle states besides POLL.\n"
 			"A FAIL names the state the CPU idled in: a C-state, or in a guest\n"
 			"(cpuidle driver haltpoll) the halt, a VM exit, whose remedies are\n"
 			"the guest's halt polling, idle=poll, PM QoS and the host's.\n"
