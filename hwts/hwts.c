@@ -82,7 +82,7 @@ static struct hw_cond conds[2 + KR_MAX_IDLE_STATES];
 static struct hw_sample *samples;
 static double *buf, *abuf;
 static uint32_t nsamples, next_seq;
-static int nstates, nconds, rx_cpu, tx_cpu, txfd, rxfd;
+static int nstates, nexits, nconds, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: states not POLL */
 static atomic_bool spin_stop, rx_stop;
 static struct sockaddr_in dst;
 static char rx_if[IFNAMSIZ];
@@ -116,13 +116,15 @@ static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, si
 }
 
 /* Idling cannot make packets faster: awake worse by as much means other load hit the
- * awake blocks, and the comparison is inconclusive (SKIP), not a PASS. */
-static enum kr_verdict hwts_rule(double added_pct, double threshold_pct)
+ * awake blocks, and the comparison is inconclusive (SKIP), not a PASS. Nor can a state
+ * not entered delay them: exits (entries per packet into states with an exit latency in
+ * the idle blocks; NAN: no such state) under 0.1 make idle worse by as much SKIP too. */
+static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double exits)
 {
 	if (!isfinite(added_pct))
 		return KR_ERROR;
 	if (added_pct > threshold_pct)
-		return KR_FAIL;
+		return exits < 0.1 ? KR_SKIP : KR_FAIL;
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
@@ -334,6 +336,8 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 	static const double at[4] = { 50, 90, 99, 100 };
 	enum kr_verdict v[100];
 	double p[2][4], busy[2];
+	double exits = nexits ? hwts_entries(conds[0].entries, states, nstates, conds[0].sent, true)
+			      : NAN;
 	int npass, nfail;
 	struct hw_late l;
 
@@ -358,7 +362,7 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 	kr_say("late: kernel->user above the awake p50 + %.0f us", (double)cfg.late_ns / 1000);
 	for (int rep = 0; rep < o->repeat; rep++) {
 		l = late_of(rep);
-		if ((v[rep] = hwts_rule(l.added, o->threshold)) == KR_ERROR)
+		if ((v[rep] = hwts_rule(l.added, o->threshold, exits)) == KR_ERROR)
 			return kr_error("no kernel->user samples in repeat %d", rep + 1);
 		if (o->repeat > 1)
 			kr_say("repeat %d: late idle %.1f%%, awake %.1f%% (> %.1f us): %+.1f%%",
@@ -388,6 +392,9 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 	enum kr_verdict final = kr_vote(v, o->repeat, &npass, &nfail);
 	if (final == KR_SKIP && (npass || nfail))
 		return kr_inconclusive(l.added, "%d repeats PASS, %d FAIL", npass, nfail);
+	if (final == KR_SKIP && l.added > o->threshold) /* polled in both: host noise */
+		return kr_inconclusive(l.added, "cpu%d left no idle state in the idle blocks "
+				       "(%.2f per packet)", rx_cpu, exits);
 	if (final == KR_SKIP) /* other load hit the awake blocks */
 		return kr_inconclusive(l.added, "awake %.0f%% late, idle %.0f%%", l.awake_pct,
 				       l.idle_pct);
@@ -399,7 +406,7 @@ static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable = { 0, NULL };
 	char drv[64], gov[64];
-	int r, deep = 0;
+	int r;
 
 	/* requirements first: the measured CPU (--cpu, default the highest usable one) and
 	 * another for the sender, cpuidle states to leave, PM QoS */
@@ -414,9 +421,9 @@ static int run(const struct kr_opts *o)
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	for (int k = 0; k < nstates; k++)
-		deep += states[k].latency_us > 0; /* POLL has none */
+		nexits += states[k].latency_us > 0; /* POLL has no exit latency */
 	int awake = cfg.awake ? cfg.awake : AWAKE_PMQOS;
-	if (!deep && awake != AWAKE_SPIN) /* only a spinner can be compared with a halt */
+	if (!nexits && awake != AWAKE_SPIN) /* only a spinner can be compared with a halt */
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s): "
 			       "nothing to compare", rx_cpu, drv);
 	if ((awake == AWAKE_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)

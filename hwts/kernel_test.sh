@@ -33,12 +33,13 @@ done
 "$prog" --iface eth0 >/dev/null 2>&1; check "--iface without --peer rejected" 128 $?
 
 # run ARGS...: hwts with up to 3 tries while it is inconclusive because other tasks kept
-# the receiver CPU from idling or kept it busy (SKIP 125 "idled", "busy"); sets rc
+# the receiver CPU from idling or kept it busy, or the host's noise made polling blocks
+# late (SKIP 125 "idled", "busy", "left no idle state"); sets rc
 run() {
 	local out=${@: -1}
 	for _ in 1 2 3; do
 		"$prog" --wait 120 "${@:1:$#-1}" >"$out"; rc=$?
-		[ $rc = 125 ] && grep -Eq 'idled|busy' "$out" || return 0
+		[ $rc = 125 ] && grep -Eq 'idled|busy|left no idle state' "$out" || return 0
 		echo "inconclusive (receiver CPU busy with other tasks), again"
 	done
 }

@@ -23,7 +23,7 @@ static size_t spread(double *v, size_t at, size_t n, double lo, double hi)
 static enum kr_verdict verdict(const double *idle, double *awake, struct hw_late *l)
 {
 	*l = hwts_late(idle, N, awake, N, 25.0);
-	return hwts_rule(l->added, 5.0);
+	return hwts_rule(l->added, 5.0, 1.6); /* the idle blocks halted */
 }
 
 static double p50(double *v)
@@ -102,11 +102,19 @@ static void healthy_and_noise_pass(void **state)
 static void rule_edges(void **state)
 {
 	(void)state;
-	assert_int_equal(hwts_rule(5.0, 5.0), KR_PASS); /* at the threshold is not above */
-	assert_int_equal(hwts_rule(5.1, 5.0), KR_FAIL);
-	assert_int_equal(hwts_rule(-5.0, 5.0), KR_PASS);
-	assert_int_equal(hwts_rule(-5.1, 5.0), KR_SKIP);
-	assert_int_equal(hwts_rule(NAN, 5.0), KR_ERROR); /* no samples is no verdict */
+	assert_int_equal(hwts_rule(5.0, 5.0, 1.6), KR_PASS); /* at the threshold is not above */
+	assert_int_equal(hwts_rule(5.1, 5.0, 1.6), KR_FAIL);
+	assert_int_equal(hwts_rule(-5.0, 5.0, 1.6), KR_PASS);
+	assert_int_equal(hwts_rule(-5.1, 5.0, 1.6), KR_SKIP);
+	assert_int_equal(hwts_rule(NAN, 5.0, 1.6), KR_ERROR); /* no samples is no verdict */
+	/* here with --mitigate (2026-11-26): idle and awake both polled (0.00 halts per
+	 * packet), yet idle 10 % late, awake 2 %: the host slowed the idle blocks (the
+	 * sender's user->qdisc p50 +6 us too). Not the idle states': SKIP, not FAIL. */
+	assert_int_equal(hwts_rule(8.0, 5.0, 0.0), KR_SKIP);
+	assert_int_equal(hwts_rule(8.0, 5.0, 0.09), KR_SKIP);
+	assert_int_equal(hwts_rule(8.0, 5.0, 0.1), KR_FAIL);
+	assert_int_equal(hwts_rule(8.0, 5.0, NAN), KR_FAIL); /* no state to leave: the halt */
+	assert_int_equal(hwts_rule(0.3, 5.0, 0.0), KR_PASS); /* --mitigate's PASS */
 	double one = 10;
 	struct hw_late l = hwts_late(&one, 1, &one, 0, 25);
 	assert_true(isnan(l.added));
