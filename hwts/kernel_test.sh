@@ -79,7 +79,8 @@ check "late shares reported" True "$(json "$tmp/d.json" \
 # lo, --awake spin: the halt wakeup costs more than a spinning CPU: more idle packets late
 run --path lo --awake spin --duration 3 --format json "$tmp/lo.json"
 [ $rc = 125 ] && skipped=1 || check "lo spin FAIL" 1 $rc
-check "lo: more idle packets late" True "$(json "$tmp/lo.json" "j['metric']['value'] > 0")"
+# (an inconclusive run's value is the busy CPU's, either way)
+[ $rc = 125 ] || check "lo: more idle packets late" True "$(json "$tmp/lo.json" "j['metric']['value'] > 0")"
 check "lo: software TX stamps" True "$(json "$tmp/lo.json" "j['measurements']['user_to_qdisc_idle_p50_us'] > 0")"
 check "lo: hardware path unsupported" True "$(json "$tmp/lo.json" \
 	"j['measurements']['hardware_timestamps'].startswith('unsupported by lo')")"
