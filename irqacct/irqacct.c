@@ -11,9 +11,9 @@
  *
  * UDP at Poisson spacing over loopback in a network namespace of our own; RPS steers its
  * receive softirq (NET_RX) to a victim CPU, where a probe spins and sums its clock steps
- * above GAP_NS: the time it lost. Less run delay and steal, that is irq time; what of it
- * still shows in the probe's CPU time was charged: hidden = charged / lost, traffic less
- * a no-traffic baseline (alternating slices); ~1 FAIL, ~0 PASS. NET_RX in a thread
+ * above cfg.gap_ns: the time it lost. Less run delay and steal, that is irq time; what
+ * of it still shows in the probe's CPU time was charged: hidden = charged / lost, with
+ * traffic less without (alternating slices); ~1 FAIL, ~0 PASS. NET_RX in a thread
  * (PREEMPT_RT, threadirqs, thread_backlog_napi) is no irq time: SKIP.
  */
 #include "krepro.h"
@@ -365,7 +365,7 @@ static int run(const struct kr_opts *o)
 static const struct kr_prog prog = {
 	.name = "irqacct",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
-	.metric = "hidden", .threshold = 0.7, .threshold_min = 0.35, .threshold_max = 1.0,
+	.metric = "hidden", .unit = "", .threshold = 0.7, .threshold_min = 0.35, .threshold_max = 1.0,
 	.rule = "FAIL when hidden > threshold, PASS below 0.3, with an irq loss >= "
 		"min_lost (50 ms/s) and probe run delay from other tasks <= 25 ms/s; SKIP "
 		"125 where NET_RX runs in a thread (PREEMPT_RT, threadirqs, backlog_napi, "
