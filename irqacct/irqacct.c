@@ -135,11 +135,12 @@ static void *probe(void *arg)
 	struct phase *ph = arg;
 	struct kr_schedstat s0 = { 0 }, s1 = { 0 }; /* readable: checked in run() */
 	struct timespec c0, c1;
-	int64_t lost = 0, t0 = kr_now_ns(), end = t0 + probe_ns, prev = t0;
+	int64_t lost = 0;
 
 	setpriority(PRIO_PROCESS, (id_t)kr_gettid(), -20);
 	kr_read_schedstat(getpid(), kr_gettid(), &s0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	int64_t t0 = kr_now_ns(), end = t0 + probe_ns, prev = t0;
 	for (int64_t t = t0; t < end; prev = t)
 		if ((t = kr_now_ns()) - prev > cfg.gap_ns)
 			lost += t - prev;
@@ -303,13 +304,14 @@ static int run(const struct kr_opts *o)
 			       kr_cpus_unusable(buf, sizeof(buf)));
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
-	const char *why = kr_softirq_threaded(); /* PREEMPT_RT, threadirqs */
-	if (why)
-		return kr_skip(125, "NET_RX runs in ksoftirqd/%d, not on irq exit: %s", victim, why);
-	snprintf(buf, sizeof(buf), "backlog_napi/%d", victim); /* v6.10+ */
+	/* NET_RX in a thread: RPS's in backlog_napi/N (v6.10+), every softirq in ksoftirqd/N */
+	snprintf(buf, sizeof(buf), "backlog_napi/%d", victim);
 	if (kr_find_kthreads(buf, &backlog, 1) > 0)
 		return kr_skip(125, "NET_RX of RPS packets runs in %s, not on irq exit "
 			       "(thread_backlog_napi or PREEMPT_RT)", buf);
+	const char *why = kr_softirq_threaded(); /* PREEMPT_RT, threadirqs */
+	if (why)
+		return kr_skip(125, "NET_RX runs in ksoftirqd/%d, not on irq exit: %s", victim, why);
 	if (!(stat0 = calloc((size_t)(nr_cpu_ids = kr_nr_cpu_ids()), 2 * sizeof(*stat0))))
 		return kr_error("out of memory");
 	stat1 = stat0 + nr_cpu_ids;
