@@ -790,6 +790,7 @@ static struct kr_prog prog = {
 	.name = "ktask_bench",
 	.flags = KR_NEEDS_ROOT | KR_OPT_REPEAT | KR_OPT_TRIGGER,
 	.metric = "gain",
+	.fail_below = true,
 	.unit = "",
 	/* serialised ~0 (-0.14-0.16 Intel-hosted, ideal ~2); healthy 0.44-0.98 */
 	.threshold = 0.3,

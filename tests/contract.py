@@ -62,6 +62,16 @@ def validate_json(out, code, what, ksft=False):
     check(d.get("verdict") == want, f"{what}: verdict {d.get('verdict')} for exit {code}")
     if want in ("SKIP", "ERROR"):
         check(bool(d.get("reason")), f"{what}: {want} without a reason")
+    # the metric that decides is the verdict line's: on the PASS side of its limit in a
+    # PASS, on the FAIL side in a FAIL (fibtest read "PASS throttled=100% (limit 20%)")
+    m, t = (d.get("metric") or {}).get("value"), d.get("threshold")
+    if want in ("PASS", "FAIL") and isinstance(m, (int, float)) and isinstance(t, (int, float)):
+        below = d.get("fail_when") == "below"
+        fail_side = m <= t if below else m >= t
+        pass_side = m >= t if below else m <= t
+        check(pass_side if want == "PASS" else fail_side,
+              f"{what}: {want} with {d['metric'].get('name')}={m} on the wrong side of its "
+              f"limit {t} (FAIL {d.get('fail_when')})")
     return d
 
 
