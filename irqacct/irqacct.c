@@ -294,7 +294,6 @@ static int run(const struct kr_opts *o)
 	unsigned long long seed = o->seed ? o->seed : (unsigned long long)kr_now_ns() & 0x7fffffff;
 	struct kr_cpus usable;
 	pthread_t th;
-	pid_t backlog;
 
 	kr_usable_cpus(&usable);
 	rc = kr_cpu_pick(&usable, o->cpu, &victim, &other);
@@ -305,12 +304,11 @@ static int run(const struct kr_opts *o)
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
 	/* NET_RX in a thread: RPS's in backlog_napi/N (v6.10+), every softirq in ksoftirqd/N */
-	snprintf(buf, sizeof(buf), "backlog_napi/%d", victim);
-	if (kr_find_kthreads(buf, &backlog, 1) > 0)
-		return kr_skip(125, "NET_RX of RPS packets runs in %s, not on irq exit "
-			       "(thread_backlog_napi or PREEMPT_RT)", buf);
-	const char *why = kr_softirq_threaded(); /* PREEMPT_RT, threadirqs */
+	const char *why = kr_backlog_threaded(); /* PREEMPT_RT, thread_backlog_napi */
 	if (why)
+		return kr_skip(125, "NET_RX of RPS packets runs in backlog_napi/%d, not on irq "
+			       "exit: %s", victim, why);
+	if ((why = kr_softirq_threaded())) /* PREEMPT_RT, threadirqs */
 		return kr_skip(125, "NET_RX runs in ksoftirqd/%d, not on irq exit: %s", victim, why);
 	if (!(stat0 = calloc((size_t)(nr_cpu_ids = kr_nr_cpu_ids()), 2 * sizeof(*stat0))))
 		return kr_error("out of memory");
