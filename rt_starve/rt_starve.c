@@ -515,22 +515,25 @@ static const struct kr_option options[] = {
 	{ .name = NULL },
 };
 
-/* on FAIL: the thread that was starved, and why this kernel runs the bottom half there */
-static void causes(const struct kr_opts *o)
+/* on FAIL: the thread that was starved, and why kernel k runs the bottom half there */
+static const char *bh_cause(bool napi, bool backlog_woken, const struct kr_kernel *k)
 {
 	const char *why;
 
+	if (napi)
+		return "threaded NAPI: napi/DEV-N is SCHED_OTHER, below any RT task";
+	if (backlog_woken)
+		return (why = kr_backlog_threaded_from(k)) ? why : "backlog_napi/N threads "
+			"exist: the RPS backlog runs in them";
+	return (why = kr_softirq_threaded_from(k)) ? why
+		: "4cd13c21b207 (v4.9) until its revert d15121be7485 (v6.5)";
+}
+
+static void causes(const struct kr_opts *o)
+{
 	(void)o;
 	kr_cause("an RT task busy on the CPU of the network bottom half");
-	if (lab.napi)
-		kr_cause("threaded NAPI: napi/DEV-N is SCHED_OTHER, below any RT task");
-	else if (lab.nbh > 1 && lab.woken[1])
-		kr_cause("%s", (why = kr_backlog_threaded()) ? why : "backlog_napi/N threads "
-			 "exist: the RPS backlog runs in them");
-	else if ((why = kr_softirq_threaded()))
-		kr_cause("%s", why);
-	else
-		kr_cause("4cd13c21b207 (v4.9) until its revert d15121be7485 (v6.5)");
+	kr_cause("%s", bh_cause(lab.napi, lab.nbh > 1 && lab.woken[1], kr_kernel_self()));
 }
 
 static int validate(const struct kr_opts *o)

@@ -183,6 +183,33 @@ static void test_softnet_64(void **state)
 	assert_int_equal(softnet_row(NULL, 0, v), -1);
 }
 
+/* Issue 26 items 2 and 3: the cause named on FAIL, for kernels as they describe themselves.
+ * Mainline PREEMPT_RT (6.12) has no /sys/kernel/realtime: it must be named, not
+ * 4cd13c21b207; with thread_backlog_napi (or RT) a woken backlog_napi/N is the cause. */
+static void test_bh_cause(void **state)
+{
+	(void)state;
+	struct kr_kernel rt = { .release = "6.12.117+deb12-rt-amd64",
+		.version = "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 (2025-11-04)",
+		.cmdline = "console=ttyS0 quiet" };
+	struct kr_kernel v61 = { .release = "6.1.0-40-amd64",
+		.version = "#1 SMP PREEMPT_DYNAMIC Debian 6.1.153-1 (2025-09-20)",
+		.cmdline = "console=ttyS0 quiet" };
+	struct kr_kernel v612 = { .release = "6.12.57+deb13-amd64",
+		.version = "#1 SMP PREEMPT_DYNAMIC Debian 6.12.57-1 (2025-11-05)",
+		.cmdline = "console=ttyS0 thread_backlog_napi quiet" };
+
+	assert_non_null(strstr(bh_cause(false, false, &rt), "PREEMPT_RT"));
+	assert_null(strstr(bh_cause(false, false, &rt), "4cd13c21b207"));
+	assert_non_null(strstr(bh_cause(false, true, &rt), "backlog_napi/N"));
+	assert_non_null(strstr(bh_cause(false, true, &rt), "PREEMPT_RT"));
+	assert_non_null(strstr(bh_cause(false, false, &v61), "4cd13c21b207"));
+	assert_non_null(strstr(bh_cause(false, true, &v612), "thread_backlog_napi"));
+	assert_non_null(strstr(bh_cause(true, true, &v612), "threaded NAPI"));
+	v61.cmdline = "threadirqs";
+	assert_non_null(strstr(bh_cause(false, false, &v61), "threadirqs"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_phase),
 		cmocka_unit_test(test_rtt_of),
 		cmocka_unit_test(test_softnet_64),
+		cmocka_unit_test(test_bh_cause),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
