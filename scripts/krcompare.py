@@ -20,6 +20,7 @@ TOP = os.path.dirname(HERE)
 CACHE = os.environ.get("KREPRO_CACHE", "/var/cache/krepro")
 WIDTH = 72
 MIN_RUNS = 3
+MAX_ROWS = 8   # measurements shown under the metric: those that changed (separate)
 WORDS = {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP"}
 ORDER = ["FAIL", "PASS", "SKIP", "ERROR"]
 
@@ -236,6 +237,8 @@ def run_once(side, prog, args, flock=None, timeout=900):
                metric=metric.get("name"), unit=metric.get("unit") or "",
                threshold=rep.get("threshold"), rule=rep.get("rule"), reason=rep.get("reason"),
                verdict_line=rep.get("verdict_line"), program=rep.get("program"),
+               measurements={k: v for k, v in (rep.get("measurements") or {}).items()
+                             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)},
                environment=rep.get("environment") or {},
                causes=rep.get("causes", rep.get("known_causes")) or [])
     return res
@@ -243,14 +246,19 @@ def run_once(side, prog, args, flock=None, timeout=900):
 
 # ---- statistics and the table --------------------------------------------------------------------
 
-def stats(runs, metric=None):
-    """counts per verdict, and mean, stddev (n-1), %stddev, min, max of the metric over the
-    conclusive runs (PASS or FAIL with a value; a SKIP's precondition was not met)"""
+def stats(runs, metric=None, measurement=None):
+    """counts per verdict, and mean, stddev (n-1), %stddev, min, max of the metric (or of
+    one of the JSON's measurements) over the conclusive runs (PASS or FAIL with a value; a
+    SKIP's precondition was not met)"""
     counts = {}
     for r in runs:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    vals = [r["value"] for r in runs if r["verdict"] in ("PASS", "FAIL") and r.get("value") is not None
-            and (metric is None or r.get("metric") == metric)]
+    if measurement:
+        vals = [r["measurements"][measurement] for r in runs if r["verdict"] in ("PASS", "FAIL")
+                and measurement in (r.get("measurements") or {})]
+    else:
+        vals = [r["value"] for r in runs if r["verdict"] in ("PASS", "FAIL") and r.get("value") is not None
+                and (metric is None or r.get("metric") == metric)]
     s = {"runs": len(runs), "counts": counts, "n": len(vals), "mean": None, "stddev": None,
          "stddev_pct": None, "min": None, "max": None}
     if vals:
@@ -301,6 +309,19 @@ def compare(sides, metric=None):
     a, b = out["sides"][0]["stats"], out["sides"][1]["stats"]
     out["change_pct"] = change_pct(a, b)
     out["separate"] = separate(a, b)
+    # the other numbers the runs report (JSON measurements): those that changed, LKP-like
+    out["measurements"] = []
+    keys = []
+    for s in sides:
+        for r in s["runs"]:
+            keys += [k for k in r.get("measurements") or {} if k not in keys]
+    for k in keys:
+        if k == metric:
+            continue
+        ma, mb = (stats(s["runs"], measurement=k) for s in sides)
+        if ma["n"] and mb["n"]:
+            out["measurements"].append({"name": k, "stats": [ma, mb], "change_pct": change_pct(ma, mb),
+                                        "separate": separate(ma, mb)})
     return out
 
 
@@ -348,6 +369,11 @@ def table(cmp):
              row(cell(sa), chg_t, cell(sb), name[:WIDTH - 46]),
              row(f"{fmt(sa['min'])} .. {fmt(sa['max'])}" if sa["n"] else "n/a", "",
                  f"{fmt(sb['min'])} .. {fmt(sb['max'])}" if sb["n"] else "n/a", "min .. max")]
+    shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
+    for m in shown:
+        c = m["change_pct"]
+        lines.append(row(cell(m["stats"][0]), "n/a" if c is None else "%+.1f%%" % c, cell(m["stats"][1]),
+                         f"{cmp.get('program') or 'krepro'}.{m['name']}"[:WIDTH - 46]))
     if cmp["separate"]:
         verdict = "separate: the ranges do not overlap (%d and %d runs)" % (sa["n"], sb["n"])
     elif sa["n"] < MIN_RUNS or sb["n"] < MIN_RUNS:
@@ -368,7 +394,7 @@ def header(cmp):
         rel = sorted({r["release"] for r in s["runs"] if r.get("release")})
         args = " ".join(s.get("args") or [])
         parts = [", ".join(rel)] + [s.get("where") or ""] + ["options " + args if args else ""] + \
-            ["commit " + s["commit"][:12] if s.get("commit") else ""]
+            ["commit " + s["commit"][:12] if s.get("commit") and s["commit"][:12] != s.get("label") else ""]
         text = f"{tag}: {side_label(s, 16):<{w}}  " + ", ".join(p for p in parts if p)
         lines += textwrap.wrap(text, WIDTH, subsequent_indent=" " * (w + 5), break_on_hyphens=False)
     lines.append("verdict: %s -> %s" % (counts_text(sides[0]["stats"]), counts_text(sides[1]["stats"])))

@@ -82,6 +82,8 @@ def whole(tmp):
     check(cmp["separate"] is True, "separate")
     check(all(len(l) <= 72 for l in p.stdout.split("\n")), "stdout within 72 columns:\n" + p.stdout)
     check("PASS 4/4 -> FAIL 4/4" in p.stdout and "standin.delay (ms)" in p.stdout, "table:\n" + p.stdout)
+    check("-29.3%" in p.stdout and "standin.efficiency" in p.stdout and "standin.probes" not in p.stdout,
+          "a measurement that changed has its row, one that did not has none:\n" + p.stdout)
     check(cmp["argv"] == ["--host", "-n", "4", "--b-args", "--trigger", "--", STANDIN], f"argv {cmp['argv']}")
     r, mail, _ = report(tmp, "apart", os.path.join(tmp, "apart.json"))
     check(r.returncode == 0 and mail, f"report --compare with a FAIL side writes a mail: {r.stderr}")
