@@ -5,7 +5,7 @@
 report_test.py BUILDDIR            the fast path: another run holds the lock (a private
                                    KREPRO_RUNDIR), so the program ends with ERROR at once:
                                    every file, and no mail (ERROR says why) (needs root);
-                                   then the mail of a recorded bisect (tests/data/bisect):
+                                   then the mail of a recorded bisect (docs/bisect/rt_starve):
                                    its first bad commit, checks, table, config, commands.
 report_test.py --kernel BUILDDIR   real fibtest runs: the default one (a mail only if it
                                    FAILs) and --trigger (a FAIL: the mail, the samples and
@@ -70,23 +70,25 @@ def check_dir(out, code, real):
 
 
 def bisect_mail(tmp):
-    """the mail of the recorded rt_starve bisect (tests/data/bisect): no run, no kernel"""
+    """the mail of the recorded rt_starve bisect (docs/bisect/rt_starve): no run, no kernel"""
     out = os.path.join(tmp, "bisect-mail")
-    p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--bisect",
-                        os.path.join(TOP, "tests", "data", "bisect")], capture_output=True, text=True, timeout=300)
+    bdir = os.path.join(TOP, "docs", "bisect", "rt_starve")
+    p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--bisect", bdir],
+                       capture_output=True, text=True, timeout=300)
     check(p.returncode == 0, f"report --bisect: exit {p.returncode}: {p.stderr}")
     mail = open(os.path.join(out, "mail.txt")).read() if os.path.exists(os.path.join(out, "mail.txt")) else ""
-    res = json.load(open(os.path.join(TOP, "tests", "data", "bisect", "result.json")))
+    res = json.load(open(os.path.join(bdir, "result.json")))
     first = res["first"]["commit"][:12]
     check(not [l for l in mail.split("\n") if len(l) > 72], "bisect mail within 72 columns")
     check(mail.startswith("Subject: [krepro] rt_starve FAILs since " + first), mail.split("\n")[0])
     check("  commit: " + first in mail and "tree:" in mail, "the commit and the tree")
-    for v in open(os.path.join(TOP, "tests", "data", "bisect", "verify.txt")).read().splitlines():
+    for v in open(os.path.join(bdir, "verify.txt")).read().splitlines():
         check(v[len("verify: "):].split(":")[0] in mail, f"verification line: {v}")
-    cmp = json.load(open(os.path.join(TOP, "tests", "data", "bisect", "compare.json")))
+    cmp = json.load(open(os.path.join(bdir, "compare.json")))
     check(cmp["table"] in mail, "the compare table")
     check(re.search(r"^  CONFIG_HZ=\d+$", mail, re.M), "the config the program read")
-    check("scripts/vmrun --kernel" in mail and "build-static/rt_starve/rt_starve" in mail, "the guest command")
+    joined = re.sub(r" \\\n\s*", " ", mail)  # the shell's continuation lines, joined
+    check("scripts/vmrun --kernel" in joined and "build-static/rt_starve/rt_starve" in joined, "the guest command")
     check(re.search(r"^  cc -O2 .*rt_starve\.c", mail, re.M) and os.path.isfile(os.path.join(out, "rt_starve.c")),
           "the mail form and its build line")
     for f in ("summary.txt", "steps.txt", "bisect.log", "start.config"):
@@ -125,7 +127,7 @@ def main():
                 p = report(build, out, ["--wait", "0"], dict(os.environ, KREPRO_RUNDIR=rundir))
             check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
             check_dir(out, 128, False)
-            if os.path.isdir(os.path.join(TOP, "tests", "data", "bisect")):
+            if os.path.isfile(os.path.join(TOP, "docs", "bisect", "rt_starve", "result.json")):
                 bisect_mail(tmp)
     finish()
 
