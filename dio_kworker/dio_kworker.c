@@ -49,16 +49,6 @@ static struct {
 	bool written, control, sync;
 } cfg = { ".", 1ULL << 30, 32, false, false, false };
 
-static const struct kr_option dio_options[] = {
-	{ "dir", "DIR", "where the temp dir and file go (default: .)" },
-	{ "size", "SIZE", "test file size (default 1G, 16M-64G)" },
-	{ "extents", "KIND", "unwritten (fallocate, default) or written" },
-	{ "iodepth", "N", "I/Os in flight, or sync threads (default 32)" },
-	{ "control", NULL, "also run the RT submitter on another CPU" },
-	{ "sync", NULL, "synchronous pwrite threads (SPDK-like case)" },
-	{ NULL, NULL, NULL }
-};
-
 /* ratio = test/baseline IOPS, FAIL below threshold. When the control (the same RT
  * submitter on another CPU; NAN when not run) is slow too, the RT submitter itself is
  * the problem, not its completion CPU: inconclusive. No baseline I/O: error. */
@@ -114,7 +104,7 @@ struct dio_device {
 	char name[64], chain[160], irq_desc[128]; /* "dm-0", "dm-0 -> vda,vdb", "IRQ 36 ..." */
 	char disks[MAX_DISKS][64], msi[MAX_DISKS * 2][PATH_MAX]; /* PCI functions' msi_irqs */
 	int ndisks, nmsi, nirq, rq_affinity, irqs[MAX_IRQS];
-	cpu_set_t irq_cpus; /* the queue IRQs' effective affinity */
+	struct kr_cpus irq_cpus; /* the queue IRQs' effective affinity */
 };
 
 /* A block device (disk or partition) -> the disks that carry its I/O, through the slaves
@@ -197,7 +187,7 @@ static void dio_find_device(dev_t dev, struct dio_device *d)
 {
 	char path[PATH_MAX + 64], real[PATH_MAX], iname[64], aff[256];
 	uint64_t v;
-	cpu_set_t s;
+	struct kr_cpus s;
 	glob_t g;
 
 	memset(d, 0, sizeof(*d));
@@ -218,9 +208,11 @@ static void dio_find_device(dev_t dev, struct dio_device *d)
 			snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
 			if (kr_irq_name(irq, iname, sizeof(iname)) < 0 ||
 			    strstr(iname, "config") || (sscanf(iname, "nvme%*dq%d", &q) == 1 && !q) ||
-			    kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpulist_parse(aff, &s) < 0)
+			    kr_read_file(path, aff, sizeof(aff)) < 0 || kr_cpus_parse(aff, &s) < 0)
 				continue;
-			CPU_OR(&d->irq_cpus, &d->irq_cpus, &s);
+			for (int k = 0; k < s.n; k++)
+				kr_cpus_add(&d->irq_cpus, s.cpu[k]);
+			kr_cpus_free(&s);
 			if (!d->nirq)
 				snprintf(d->irq_desc, sizeof(d->irq_desc), "IRQ %d %s", irq, iname);
 			d->irqs[d->nirq++] = irq;
@@ -315,7 +307,7 @@ static void *dio_worker(void *arg)
 		r = io_uring_queue_init(qd, &ring, 0);
 	int err = r < 0 ? -r : bufs ? 0 : ENOMEM, rt_err = 0;
 	bool ring_ok = !cfg.sync && r >= 0, stop = cfg.sync || err;
-	if (!err && kr_pin_self(ph->cpu) < 0)
+	if (!err && kr_pin(0, ph->cpu) < 0)
 		err = errno;
 	kr_sleep_until_ns(ph->start);
 	if (ph->rt && !err && !(wd = kr_watchdog_arm(kr_gettid(), ph->end + 500000000)))
@@ -457,38 +449,6 @@ static int dio_irq_target(const struct dio_phase *ph, int cpu, double *share)
 	return total >= DIO_IRQ_MIN ? top : -1;
 }
 
-/* ---- options, requirements, the completion CPU ---- */
-
-static int dio_parse(int index, const char *arg)
-{
-	long l = 0;
-	int c = 0;
-
-	if ((index == 2 && (c = kr_parse_choice("--extents", arg, "unwritten|written")) < 0) ||
-	    (index == 3 && kr_parse_long("--iodepth", arg, 1, 256, &l) < 0))
-		return -1;
-	switch (index) {
-	case 0: cfg.dir = arg; return *arg ? 0 : kr_usage_error("--dir: expected a directory");
-	case 1: return kr_parse_size("--size", arg, 16ULL << 20, 64ULL << 30, &cfg.size);
-	case 2: cfg.written = c == 1; return 0;
-	case 3: cfg.iodepth = (int)l; return 0;
-	case 4: cfg.control = true; return 0;
-	case 5: cfg.sync = true; return 0;
-	}
-	return -1;
-}
-
-/* each phase plus its drain, and the preparation: must fit the supervisor's cap */
-static int dio_validate(const struct kr_opts *o)
-{
-	double d = o->duration_s, cap = kr_hard_cap_s() - 5;
-	double need = o->repeat * ((cfg.control ? 3 : 2) * (fmin(d, 3) + 1) + fmax(d - 3, 0)) + 10;
-
-	return need <= cap ? 0 : kr_usage_error("--repeat %d with %.1f s phases needs ~%.0f s, "
-						"over the %.0f s cap: use fewer repeats",
-						o->repeat, d, need, cap);
-}
-
 /* SCHED_FIFO prio refused: SKIP or ERROR saying why */
 static int dio_rt_check(int prio)
 {
@@ -530,31 +490,33 @@ static int dio_requirements(struct statfs *sfs, struct stat *st)
 /* The CPU whose kworkers complete the writes; the submitter is pinned there, so it must be
  * usable (online and in this process's affinity). */
 static int dio_pick_cpu(const struct kr_opts *o, const struct dio_device *dev,
-			const cpu_set_t *usable, int *ccpu, int *other, char *how, size_t len)
+			const struct kr_cpus *usable, int *ccpu, int *other, char *how, size_t len)
 {
-	cpu_set_t irq_usable;
+	struct kr_cpus irq_usable;
 	char cpus[256], irqs[256];
 	bool by_irq = o->cpu < 0 && dev->rq_affinity != 2;
 
-	CPU_AND(&irq_usable, &dev->irq_cpus, usable);
+	kr_cpus_and(&dev->irq_cpus, usable, &irq_usable);
+	int picked = kr_cpu_pick(&irq_usable, -1, ccpu, other);
+	kr_cpus_free(&irq_usable);
 	if (by_irq && !dev->nirq)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "cannot tell which CPU completes I/O of %s: %s: "
 			       "give --cpu", dev->chain, !dev->ndisks ? "no block device found"
 			       : !dev->nmsi ? "no PCI MSI interrupts under it" : "no queue IRQs");
-	if (by_irq && kr_cpu_pick(&irq_usable, -1, ccpu, other) < 0)
+	if (by_irq && picked < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "the I/O of %s completes on CPU %s, outside "
 			       "this process's CPUs (%s): start it with that CPU in its affinity "
-			       "(taskset)", dev->name, kr_format_cpulist(&dev->irq_cpus, irqs,
+			       "(taskset)", dev->name, kr_cpus_list(&dev->irq_cpus, irqs,
 			       sizeof(irqs)), kr_cpus_unusable(cpus, sizeof(cpus)));
 	kr_cpu_pick(usable, by_irq ? *ccpu : o->cpu, ccpu, other);
-	if (by_irq && CPU_COUNT(&dev->irq_cpus) == 1)
+	if (by_irq && dev->irq_cpus.n == 1)
 		snprintf(how, len, "%s: effective affinity %d", dev->irq_desc, *ccpu);
 	else
 		snprintf(how, len, "%s", o->cpu >= 0 ? "given with --cpu" : !by_irq ? "rq_affinity=2: "
 			 "completes on the submitter's CPU" : "queue IRQs on several CPUs: the submitter's");
 	if (*ccpu < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no usable CPU (affinity %s)",
-			       kr_format_cpulist(usable, cpus, sizeof(cpus)));
+			       kr_cpus_list(usable, cpus, sizeof(cpus)));
 	if (cfg.control && *other < 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "--control needs 2 usable CPUs");
 	return 0;
@@ -651,15 +613,15 @@ static int dio_run(const struct kr_opts *o)
 {
 	struct statfs sfs;
 	struct stat st;
-	struct dio_device dev;
+	static struct dio_device dev; /* static: its CPU lists stay reachable to the end */
 	struct dio_phase ph[3];
-	cpu_set_t usable;
+	static struct kr_cpus usable;
 	char how[200], rq[128], sched[128], dir[PATH_MAX], tmp[PATH_MAX];
 	char path[PATH_MAX + 16], at[256], key[96];
 	int r, fd = -1, ccpu = -1, other = -1, np = cfg.control ? 3 : 2;
 	enum kr_verdict votes[100];
 	double ratios[100], share;
-	uint64_t seed = o->seed_set ? o->seed : 0x5eed;
+	uint64_t seed = o->seed ? o->seed : 0x5eed;
 
 	if ((r = dio_requirements(&sfs, &st)) != 0)
 		return r;
@@ -723,7 +685,7 @@ static int dio_run(const struct kr_opts *o)
 			if (top < 0 || share >= 0.5)
 				continue;
 			dio_irq_list(&ph[i], ccpu, at, sizeof(at));
-			if (i || followed || !CPU_ISSET(top, &usable))
+			if (i || followed || !kr_cpus_has(&usable, top))
 				return kr_skip(KR_EXIT_SKIP_MACHINE, "the %s's device IRQs went to CPU "
 					       "%d, not to CPU %d where the submitter runs (%s)",
 					       ph[i].name, top, ccpu, at + 1);
@@ -782,6 +744,67 @@ static int dio_run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "dio_kworker",
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
+	.metric = "ratio",
+	.fail_below = true,
+	.unit = "",
+	.threshold = 0.5,
+	.threshold_min = 0.001,
+	.threshold_max = 1.0,
+	.rule = "FAIL when test IOPS / baseline IOPS < threshold (0.5: measured 0.0008-0.005\n"
+		"  when starved, 0.8-1.5 with kworkers raised, sync I/O or another CPU);\n"
+		"  with --control, a control/baseline below it too is inconclusive (SKIP 125)",
+	.duration_s = 2,
+	.duration_max_s = 30,
+	.repeat = 1,
+	.run = dio_run,
+};
+
+/* ---- the command line (not in the mail form) ---- */
+
+static const struct kr_option dio_options[] = {
+	KR_ARG_CUSTOM("dir", "DIR", "where the temp dir and file go (default: .)"),
+	KR_ARG_CUSTOM("size", "SIZE", "test file size (default 1G, 16M-64G)"),
+	KR_ARG_CUSTOM("extents", "KIND", "unwritten (fallocate, default) or written"),
+	KR_ARG_CUSTOM("iodepth", "N", "I/Os in flight, or sync threads (default 32)"),
+	KR_ARG_CUSTOM("control", NULL, "also run the RT submitter on another CPU"),
+	KR_ARG_CUSTOM("sync", NULL, "synchronous pwrite threads (SPDK-like case)"),
+	{ .name = NULL }
+};
+
+/* ---- options, requirements, the completion CPU ---- */
+
+static int dio_parse(int index, const char *arg)
+{
+	long l = 0;
+	int c = 0;
+
+	if ((index == 2 && (c = kr_parse_choice("--extents", arg, "unwritten|written")) < 0) ||
+	    (index == 3 && kr_parse_long("--iodepth", arg, 1, 256, &l) < 0))
+		return -1;
+	switch (index) {
+	case 0: cfg.dir = arg; return *arg ? 0 : kr_usage_error("--dir: expected a directory");
+	case 1: return kr_parse_size("--size", arg, 16ULL << 20, 64ULL << 30, &cfg.size);
+	case 2: cfg.written = c == 1; return 0;
+	case 3: cfg.iodepth = (int)l; return 0;
+	case 4: cfg.control = true; return 0;
+	case 5: cfg.sync = true; return 0;
+	}
+	return -1;
+}
+
+/* each phase plus its drain, and the preparation: must fit the supervisor's cap */
+static int dio_validate(const struct kr_opts *o)
+{
+	double d = o->duration_s, cap = kr_hard_cap_s() - 5;
+	double need = o->repeat * ((cfg.control ? 3 : 2) * (fmin(d, 3) + 1) + fmax(d - 3, 0)) + 10;
+
+	return need <= cap ? 0 : kr_usage_error("--repeat %d with %.1f s phases needs ~%.0f s, "
+						"over the %.0f s cap: use fewer repeats",
+						o->repeat, d, need, cap);
+}
+
+static const struct kr_cli cli = {
 	.summary = "RT I/O threads starve the kworkers completing their own direct I/O",
 	.description =
 		"Measures 4 KiB random O_DIRECT writes (io_uring, queue depth 32) from a\n"
@@ -795,25 +818,12 @@ static const struct kr_prog prog = {
 		"phase, RT phases at most 3 s. The temp file is removed on every exit path.\n"
 		"Known: 6.18, ext4 on virtio-blk: 0.0006-0.002; --mitigate 1.59-1.67.",
 	.example = "dio_kworker --control --format=json",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
-	.metric = "ratio",
-	.unit = "",
-	.threshold = 0.5,
-	.threshold_min = 0.001,
-	.threshold_max = 1.0,
-	.rule = "FAIL when test IOPS / baseline IOPS < threshold (0.5: measured 0.0008-0.005\n"
-		"  when starved, 0.8-1.5 with kworkers raised, sync I/O or another CPU);\n"
-		"  with --control, a control/baseline below it too is inconclusive (SKIP 125)",
-	.duration_s = 2,
-	.duration_max_s = 30,
-	.repeat = 1,
 	.options = dio_options,
 	.parse = dio_parse,
 	.validate = dio_validate,
-	.run = dio_run,
 };
 
 int main(int argc, char **argv)
 {
-	return kr_main(&prog, argc, argv);
+	return kr_main(&prog, &cli, argc, argv);
 }

@@ -52,7 +52,8 @@ import json, sys
 d = json.load(sys.stdin)
 m = d["measurements"]
 assert d["program"] == "fibtest" and d["verdict"] == "PASS", d["verdict"]
-assert m["efficiency"] >= 0.9 and 0 <= m["throttled_pct"] <= 100, m
+assert d["metric"]["name"] == "efficiency" and d["metric"]["value"] > 0.9, d["metric"]
+assert 0 <= m["throttled_pct"] <= 100, m
 '; then echo "ok: --format json parses"; else echo "not ok: --format json"; fails=$((fails + 1)); fi
 check_state "--format json"
 
@@ -60,7 +61,7 @@ check_state "--format json"
 csv=$(mktemp /tmp/krepro-fibtest-csv.XXXXXX)
 "$prog" --wait 120 --quiet --csv "$csv" >/dev/null
 rows=$(($(wc -l <"$csv") - 1))
-if [ "$rows" -ge 90 ] && head -n 1 "$csv" | grep -q '^repeat,t_ms,'; then
+if [ "$rows" -ge 90 ] && head -n 1 "$csv" | grep -q '^window,t_ms,'; then
 	echo "ok: --csv has $rows per-period rows"
 else
 	echo "not ok: --csv has $rows rows"; fails=$((fails + 1))

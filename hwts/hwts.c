@@ -58,20 +58,6 @@ static struct {
 	const char *iface, *peer;
 } cfg = { .spacing_ns = 10000000, .port = 7469, .late_ns = (int64_t)(HW_LATE_US * 1000) };
 
-static const struct kr_option hwts_options[] = {
-	{ "path", "veth|lo", "path between two namespaces (default veth)" },
-	{ "spacing", "DUR", "time between packets (10ms; 100us-1s)" },
-	{ "packets", "N", "per condition (default --duration/2/spacing)" },
-	{ "awake", "auto|pmqos|spin", "how awake keeps the CPU from idling" },
-	{ "per-state", NULL, "also idle with each cpuidle state disabled" },
-	{ "iface", "IF", "real interface toward --peer (hardware stamps)" },
-	{ "peer", "IPV4", "address of a host running hwts --listen" },
-	{ "listen", NULL, "reflect packets to their sender (remote side)" },
-	{ "port", "N", "UDP port of --listen (7469; replies to N+1)" },
-	{ "late", "DUR", "late: above the awake p50 + DUR (25us)" },
-	{ NULL, NULL, NULL },
-};
-
 /* CLOCK_REALTIME stamps of one packet (ns, 0 = not seen) */
 enum { T_SEND, T_SCHED, T_TXSW, T_TXHW, T_RXSW, T_RXHW, T_USER, NT };
 struct hw_sample {
@@ -161,44 +147,6 @@ static bool hwts_has_idle_states(const struct kr_idle_state *st, int n)
 		if (strcmp(st[n].name, "POLL"))
 			return true;
 	return false;
-}
-
-/* ---- options ---- */
-static int hwts_parse(int index, const char *arg)
-{
-	struct in_addr a;
-
-	switch (index) {
-	case 0: return (cfg.path = kr_parse_choice("--path", arg, "veth|lo")) < 0 ? -1 : 0;
-	case 1: return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000, &cfg.spacing_ns);
-	case 2: return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
-	case 3: return (cfg.awake = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0 ? -1 : 0;
-	case 4: return !(cfg.per_state = true);
-	case 5:
-		if (!*arg || strlen(arg) >= IFNAMSIZ)
-			return kr_usage_error("--iface: expected an interface name (< %d chars)", IFNAMSIZ);
-		return !(cfg.iface = arg);
-	case 6:
-		if (inet_pton(AF_INET, arg, &a) != 1)
-			return kr_usage_error("--peer: expected an IPv4 address, got '%s'", arg);
-		return !(cfg.peer = arg);
-	case 7: return !(cfg.listen = true);
-	case 8: return kr_parse_long("--port", arg, 1, 65534, &cfg.port);
-	case 9: return kr_parse_duration_ns("--late", arg, "us", 1000, 100000000, &cfg.late_ns);
-	}
-	return -1;
-}
-
-static int hwts_validate(const struct kr_opts *o)
-{
-	(void)o;
-	if (cfg.peer && cfg.listen)
-		return kr_usage_error("--peer and --listen: one side listens, the other measures");
-	if (cfg.iface && !cfg.peer && !cfg.listen)
-		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
-	if (cfg.peer || cfg.listen)
-		cfg.path = PATH_IFACE;
-	return 0;
 }
 
 /* ---- conditions ---- */
@@ -443,7 +391,7 @@ static int measure(int repeat, long per_block)
 	struct timespec now;
 	pthread_t rxt;
 
-	if (kr_pin_self(tx_cpu) < 0 ||
+	if (kr_pin(0, tx_cpu) < 0 ||
 	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, NULL) < 0)
 		return kr_error("pinning to cpu%d/cpu%d: %s", tx_cpu, rx_cpu, strerror(errno));
 	for (int rep = 0; rep < repeat; rep++)
@@ -639,13 +587,14 @@ static int judge(int repeat, double threshold, bool have_states)
 static int run(const struct kr_opts *o)
 {
 	char drv[64], gov[64];
-	cpu_set_t usable;
+	struct kr_cpus usable = { 0, NULL };
 	int r;
 
 	/* requirements first: CPUs (the receiver --cpu, default the highest usable one; the
 	 * sender another), cpuidle, PM QoS; the header describes the measured CPU */
 	bool cpus_ok = !cfg.listen && kr_usable_cpus(&usable) >= 2 &&
 		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
+	kr_cpus_free(&usable);
 	kr_env_cpu(cfg.listen ? 0 : rx_cpu);
 	kr_env_standard((const char *const[]){ "group:cpuidle", "group:cpufreq", "group:cmdline",
 					       "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
@@ -722,6 +671,75 @@ static int run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "hwts",
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
+	.metric = "late_added",
+	.unit = "%",
+	.threshold = 5,
+	.threshold_min = 0,
+	.threshold_max = 100,
+	.rule = "FAIL when % late (idle) - % late (awake) > threshold;\n"
+		"  late: kernel->user > awake p50 + --late (25 us)",
+	.duration_s = 6,
+	.duration_max_s = 30,
+	.repeat = 1,
+	.run = run,
+};
+
+/* ---- the command line (not in the mail form) ---- */
+
+static const struct kr_option hwts_options[] = {
+	KR_ARG_CUSTOM("path", "veth|lo", "path between two namespaces (default veth)"),
+	KR_ARG_CUSTOM("spacing", "DUR", "time between packets (10ms; 100us-1s)"),
+	KR_ARG_CUSTOM("packets", "N", "per condition (default --duration/2/spacing)"),
+	KR_ARG_CUSTOM("awake", "auto|pmqos|spin", "how awake keeps the CPU from idling"),
+	KR_ARG_CUSTOM("per-state", NULL, "also idle with each cpuidle state disabled"),
+	KR_ARG_CUSTOM("iface", "IF", "real interface toward --peer (hardware stamps)"),
+	KR_ARG_CUSTOM("peer", "IPV4", "address of a host running hwts --listen"),
+	KR_ARG_CUSTOM("listen", NULL, "reflect packets to their sender (remote side)"),
+	KR_ARG_CUSTOM("port", "N", "UDP port of --listen (7469; replies to N+1)"),
+	KR_ARG_CUSTOM("late", "DUR", "late: above the awake p50 + DUR (25us)"),
+	{ .name = NULL },
+};
+
+/* ---- options ---- */
+static int hwts_parse(int index, const char *arg)
+{
+	struct in_addr a;
+
+	switch (index) {
+	case 0: return (cfg.path = kr_parse_choice("--path", arg, "veth|lo")) < 0 ? -1 : 0;
+	case 1: return kr_parse_duration_ns("--spacing", arg, "ms", 100000, 1000000000, &cfg.spacing_ns);
+	case 2: return kr_parse_long("--packets", arg, 20, 100000, &cfg.packets);
+	case 3: return (cfg.awake = kr_parse_choice("--awake", arg, "auto|pmqos|spin")) < 0 ? -1 : 0;
+	case 4: return !(cfg.per_state = true);
+	case 5:
+		if (!*arg || strlen(arg) >= IFNAMSIZ)
+			return kr_usage_error("--iface: expected an interface name (< %d chars)", IFNAMSIZ);
+		return !(cfg.iface = arg);
+	case 6:
+		if (inet_pton(AF_INET, arg, &a) != 1)
+			return kr_usage_error("--peer: expected an IPv4 address, got '%s'", arg);
+		return !(cfg.peer = arg);
+	case 7: return !(cfg.listen = true);
+	case 8: return kr_parse_long("--port", arg, 1, 65534, &cfg.port);
+	case 9: return kr_parse_duration_ns("--late", arg, "us", 1000, 100000000, &cfg.late_ns);
+	}
+	return -1;
+}
+
+static int hwts_validate(const struct kr_opts *o)
+{
+	(void)o;
+	if (cfg.peer && cfg.listen)
+		return kr_usage_error("--peer and --listen: one side listens, the other measures");
+	if (cfg.iface && !cfg.peer && !cfg.listen)
+		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
+	if (cfg.peer || cfg.listen)
+		cfg.path = PATH_IFACE;
+	return 0;
+}
+
+static const struct kr_cli cli = {
 	.summary = "wakeup latency of idle states, split with SO_TIMESTAMPING",
 	.description =
 		"Sends UDP packets every --spacing to a receiver blocked in recvmsg on\n"
@@ -737,16 +755,12 @@ static const struct kr_prog prog = {
 		"packet, or more awake packets were late than idle ones. SKIP 129\n"
 		"'no cpuidle states' (--awake auto), with the halt penalty printed.",
 	.example = "hwts --awake spin --cpu 1",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT,
-	.metric = "late_added", .unit = "%",
-	.threshold = 5, .threshold_min = 0, .threshold_max = 100,
-	.rule = "FAIL when % late (idle) - % late (awake) > threshold;\n"
-		"  late: kernel->user > awake p50 + --late (25 us)",
-	.duration_s = 6, .duration_max_s = 30, .repeat = 1,
-	.options = hwts_options, .parse = hwts_parse, .validate = hwts_validate, .run = run,
+	.options = hwts_options,
+	.parse = hwts_parse,
+	.validate = hwts_validate,
 };
 
 int main(int argc, char **argv)
 {
-	return kr_main(&prog, argc, argv);
+	return kr_main(&prog, &cli, argc, argv);
 }

@@ -263,7 +263,6 @@ static int setup_network(int *tx_sock, int *rx_sock)
 	int ns_tx, ns_rx, tag = (int)(getpid() % 100000), big = 4 << 20;
 	struct timeval tv = { 0, 100000 }; /* the receiver checks the stop flag */
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(5211) };
-	cpu_set_t one;
 
 	snprintf(a, sizeof(a), "kr%da", tag);
 	snprintf(b, sizeof(b), "kr%db", tag);
@@ -274,10 +273,8 @@ static int setup_network(int *tx_sock, int *rx_sock)
 		goto fail;
 	/* RPS to the victim CPU, written from inside: the host's sysfs does not show this veth */
 	snprintf(rps, sizeof(rps), "class/net/%s/queues/rx-0/rps_cpus", b);
-	CPU_ZERO(&one);
-	CPU_SET(victim_cpu, &one);
 	what = rps;
-	if (kr_netns_sysfs_write(ns_rx, rps, kr_format_cpumask(&one, 0, mask, sizeof(mask))) < 0)
+	if (kr_netns_sysfs_write(ns_rx, rps, kr_cpus_mask(&(struct kr_cpus){ 1, &victim_cpu }, 0, mask, sizeof(mask))) < 0)
 		goto fail;
 	inet_pton(AF_INET, "10.211.0.2", &dst.sin_addr);
 	*rx_sock = kr_netns_socket(ns_rx, AF_INET, SOCK_DGRAM, 0);
@@ -402,13 +399,15 @@ static int run(const struct kr_opts *o)
 	int n = o->repeat, tx_sock, rx_sock, rc, bad = 0, rejected = 0;
 	double d = o->duration_s, t_base = d * 0.15 / n, t_busy = d * 0.35 / n, t_low = d * 0.2,
 	       t_idle = d * 0.3; /* --duration: baseline and busy per repeat, the low-rate pair */
-	unsigned long long seed = o->seed_set ? o->seed : (unsigned long long)(kr_now_ns() & 0x7fffffff);
-	cpu_set_t usable;
+	unsigned long long seed = o->seed ? o->seed : (unsigned long long)(kr_now_ns() & 0x7fffffff);
+	struct kr_cpus usable;
 	pthread_t th;
 	bool fifo;
 
 	kr_usable_cpus(&usable);
-	if (kr_cpu_pick(&usable, o->cpu, &victim_cpu, &other_cpu) < 0 || other_cpu < 0)
+	int picked = kr_cpu_pick(&usable, o->cpu, &victim_cpu, &other_cpu);
+	kr_cpus_free(&usable);
+	if (picked < 0 || other_cpu < 0)
 		return kr_skip(129, "needs 2 usable CPUs (a victim and one for the traffic): %s",
 			       kr_cpus_unusable(buf, sizeof(buf)));
 	if (access("/proc/self/schedstat", R_OK) < 0)
@@ -465,7 +464,7 @@ static int run(const struct kr_opts *o)
 			 kr_write_file("/proc/self/autogroup", "-20") == 0;
 	kr_param("probe", "nice -20%s", own_group ? ", own autogroup at nice -20" : "");
 
-	if (kr_pin_self(other_cpu) < 0)
+	if (kr_pin(0, other_cpu) < 0)
 		return kr_error("pin to CPU %d: %s", other_cpu, strerror(errno));
 	if ((rc = setup_network(&tx_sock, &rx_sock)) != 0)
 		return rc;
@@ -521,13 +520,35 @@ static int run(const struct kr_opts *o)
 	return report(o, rejected, irqta, noirqtime, threaded, fifo);
 }
 
+static const struct kr_prog prog = {
+	.name = "irqacct",
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
+	.metric = "hidden",
+	.threshold = 0.7,
+	.threshold_min = 0.35,
+	.threshold_max = 1.0,
+	.rule = "FAIL when hidden > threshold, PASS when hidden < 0.3, with a softirq loss\n"
+		"  >= --min-lost ms/s and probe run delay (other than ksoftirqd) <= 25 ms/s;\n"
+		"  SKIP 125 when a NET_RX thread (ksoftirqd, backlog_napi) ran more than\n"
+		"  the probe lost, or softirqs run only in threads (PREEMPT_RT,\n"
+		"  threadirqs); else SKIP 125 inconclusive.\n"
+		"  0.7/0.3: measured 0.99-1.02 here without the option; with it the\n"
+		"  task clock excludes irq time (expected ~0)",
+	.duration_s = 5,
+	.duration_max_s = 30,
+	.repeat = 1,
+	.run = run,
+};
+
+/* ---- the command line (not in the mail form) ---- */
+
 static const struct kr_option options[] = {
-	{ "rate", "PPS", "busy load in packets/s (default 60000)" },
-	{ "idle-rate", "PPS", "idle-CPU load in packets/s (default 15000)" },
-	{ "min-lost", "MS", "ms/s of softirq loss to judge (default 50)" },
-	{ "gap", "NS", "clock step counted as lost (default 1000 ns)" },
-	{ "ksoftirqd", "fifo|leave", "ksoftirqd/CPU at SCHED_FIFO 1 (default fifo)" },
-	{ NULL, NULL, NULL },
+	KR_ARG_CUSTOM("rate", "PPS", "busy load in packets/s (default 60000)"),
+	KR_ARG_CUSTOM("idle-rate", "PPS", "idle-CPU load in packets/s (default 15000)"),
+	KR_ARG_CUSTOM("min-lost", "MS", "ms/s of softirq loss to judge (default 50)"),
+	KR_ARG_CUSTOM("gap", "NS", "clock step counted as lost (default 1000 ns)"),
+	KR_ARG_CUSTOM("ksoftirqd", "fifo|leave", "ksoftirqd/CPU at SCHED_FIFO 1 (default fifo)"),
+	{ .name = NULL },
 };
 
 static int parse(int index, const char *arg)
@@ -550,8 +571,7 @@ static int validate(const struct kr_opts *o)
 	return 0;
 }
 
-static const struct kr_prog prog = {
-	.name = "irqacct",
+static const struct kr_cli cli = {
 	.summary = "irq/softirq time charged to the interrupted task",
 	.description =
 		"NET_RX softirq load on a victim CPU (Poisson UDP over veth, RPS). A\n"
@@ -561,28 +581,12 @@ static const struct kr_prog prog = {
 		"Also: /proc/stat's softirq column against the real loss. ksoftirqd/CPU\n"
 		"runs at SCHED_FIFO 1 (journaled): on 4.9-6.4 it takes NET_RX otherwise.",
 	.example = "irqacct --rate 60000 --format json",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
-	.metric = "hidden",
-	.threshold = 0.7,
-	.threshold_min = 0.35,
-	.threshold_max = 1.0,
-	.rule = "FAIL when hidden > threshold, PASS when hidden < 0.3, with a softirq loss\n"
-		"  >= --min-lost ms/s and probe run delay (other than ksoftirqd) <= 25 ms/s;\n"
-		"  SKIP 125 when a NET_RX thread (ksoftirqd, backlog_napi) ran more than\n"
-		"  the probe lost, or softirqs run only in threads (PREEMPT_RT,\n"
-		"  threadirqs); else SKIP 125 inconclusive.\n"
-		"  0.7/0.3: measured 0.99-1.02 here without the option; with it the\n"
-		"  task clock excludes irq time (expected ~0)",
-	.duration_s = 5,
-	.duration_max_s = 30,
-	.repeat = 1,
 	.options = options,
 	.parse = parse,
 	.validate = validate,
-	.run = run,
 };
 
 int main(int argc, char **argv)
 {
-	return kr_main(&prog, argc, argv);
+	return kr_main(&prog, &cli, argc, argv);
 }

@@ -7,8 +7,12 @@
 #include "krepro.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* word is one of the sep-separated words of list */
@@ -31,23 +35,32 @@ static bool get_line(const char **p, char *line, size_t len)
 	return n || **p;
 }
 
+/* the first mount of a kind, or one mounted over it later (it hides the first) */
+static void take_mount(char *mnt, char *root, const char *m, const char *r)
+{
+	if (!mnt[0] || !strcmp(mnt, m))
+		strcpy(mnt, m), strcpy(root, r);
+}
+
 int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg)
 {
-	char line[2048], mnt[256], fs[64], opts[1024], *dash;
+	char line[2048], root[256], mnt[256], fs[64], opts[1024], *dash, acct_root[256] = "";
 
 	memset(cg, 0, sizeof(*cg));
 	while (get_line(&mountinfo, line, sizeof(line))) {
-		/* "id parent maj:min root mountpoint options [optional...] - fstype source superopts" */
-		if (!(dash = strstr(line, " - ")) || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		/* "id parent maj:min root mountpoint options [optional...] - fstype source
+		 * superopts"; root: the directory of the hierarchy mounted there */
+		if (!(dash = strstr(line, " - ")) ||
+		    sscanf(line, "%*s %*s %*s %255s %255s", root, mnt) != 2 ||
 		    sscanf(dash + 3, "%63s %*s %1023s", fs, opts) != 2)
 			continue;
 		bool v1 = !strcmp(fs, "cgroup");
-		if (!strcmp(fs, "cgroup2") && !cg->v2[0])
-			strcpy(cg->v2, mnt);
-		if (v1 && has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
-			strcpy(cg->v1_cpu, mnt);
-		if (v1 && has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
-			strcpy(cg->v1_cpuacct, mnt);
+		if (!strcmp(fs, "cgroup2"))
+			take_mount(cg->v2, cg->v2_root, mnt, root);
+		if (v1 && has_word(opts, "cpu", ','))
+			take_mount(cg->v1_cpu, cg->v1_cpu_root, mnt, root);
+		if (v1 && has_word(opts, "cpuacct", ','))
+			take_mount(cg->v1_cpuacct, acct_root, mnt, root);
 	}
 	return cg->v2[0] || cg->v1_cpu[0] || cg->v1_cpuacct[0] ? 0 : -1;
 }
@@ -78,6 +91,37 @@ int kr_cgroup_create(const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+int kr_cgroup_remove(const char *path)
+{
+	char procs[PATH_MAX], ids[4096];
+	size_t n = strlen(path);
+	int r;
+
+	/* a cgroup whose last task just exited can stay busy a moment; one with a task
+	 * left (a workload the run forked, whose parent was killed) needs that task gone */
+	for (int i = 0; (r = rmdir(path)) < 0 && errno == EBUSY && i < 100; i++) {
+		if (n + sizeof("/cgroup.procs") <= sizeof(procs)) {
+			memcpy(procs, path, n);
+			memcpy(procs + n, "/cgroup.procs", sizeof("/cgroup.procs"));
+			int fd = open(procs, O_RDONLY | O_CLOEXEC);
+			ssize_t len = fd < 0 ? -1 : read(fd, ids, sizeof(ids));
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0, pid = 0; k < len; k++) {
+				if (ids[k] >= '0' && ids[k] <= '9') {
+					pid = pid * 10 + ids[k] - '0';
+					continue;
+				}
+				if (pid > 0 && pid != getpid())
+					kill((pid_t)pid, SIGKILL);
+				pid = 0;
+			}
+		}
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+	return r;
 }
 
 int kr_cgroup_enable(const char *parent, const char *controller)
@@ -127,6 +171,8 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
 {
 	char line[1024], *c1, *c2;
 	bool v1 = cg->v1_cpu[0];
+	const char *root = v1 ? cg->v1_cpu_root : cg->v2_root;
+	size_t rlen = strcmp(root, "/") ? strlen(root) : 0;
 
 	*file = *group = 0;
 	while (get_line(&proc_cgroup, line, sizeof(line))) {
@@ -137,9 +183,15 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
 		*c2++ = 0;
 		if (v1 ? !has_word(c1, "cpu", ',') : *c1 || !cg->v2[0])
 			continue;
-		snprintf(file, flen, "%s%s%scpu.rt_runtime_us", v1 ? cg->v1_cpu : cg->v2, c2,
-			 c2[1] ? "/" : "");
 		snprintf(group, glen, "%s", c2);
+		/* the path is the hierarchy's; the mount shows it from its root (a container's
+		 * /docker/ID): a group outside that root is not in reach */
+		if (strncmp(c2, root, rlen) || (c2[rlen] && c2[rlen] != '/'))
+			return -1;
+		c2 += rlen;
+		if (snprintf(file, flen, "%s%s/cpu.rt_runtime_us", v1 ? cg->v1_cpu : cg->v2,
+			     strcmp(c2, "/") ? c2 : "") >= (int)flen)
+			return *file = 0, -1; /* a path cut short names another file */
 		return v1 ? 1 : 2;
 	}
 	return -1;

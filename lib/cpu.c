@@ -2,178 +2,118 @@
 /*
  * Description: which CPUs a run may use and how they are set up: the process affinity
  * (cpusets, containers, taskset) intersected with the online CPUs (with their holes), the
- * default victim CPU, nohz_full/isolated CPUs, and CPU masks in the kernel's hex format.
- * CPU_ISSET is false for any CPU outside the set's range, negative ones included.
+ * default victim CPU, nohz_full/isolated CPUs, and CPU lists and masks in the kernel's
+ * formats. A set is a list of CPU numbers of any length: the kernel's nr_cpu_ids can
+ * exceed glibc's cpu_set_t (1024 CPUs), so affinity calls are sized to the kernel.
  */
 #include "krepro.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* The affinity the process had when kr_main started, before any thread pinned itself. */
-static cpu_set_t start_aff;
-static bool have_start;
-
-void kr_cpus_init(void)
+void kr_cpus_free(struct kr_cpus *s)
 {
-	have_start = sched_getaffinity(0, sizeof(start_aff), &start_aff) == 0;
+	free(s->cpu);
+	*s = (struct kr_cpus){ 0, NULL };
 }
 
-int kr_usable_cpus_from(const cpu_set_t *affinity, const char *online, cpu_set_t *out)
+/* append cpu (callers keep the list ascending) */
+static int add_cpu(struct kr_cpus *s, int cpu)
 {
-	cpu_set_t on;
+	int *c = s->n % 64 ? s->cpu : realloc(s->cpu, sizeof(int) * (size_t)(s->n + 64));
 
-	if (kr_cpulist_parse(online, &on) < 0)
+	if (!c)
 		return -1;
-	CPU_AND(out, affinity, &on);
-	return CPU_COUNT(out);
+	s->cpu = c;
+	s->cpu[s->n++] = cpu;
+	return 0;
 }
 
-int kr_usable_cpus(cpu_set_t *set)
+static int cmp_cpu(const void *a, const void *b)
 {
-	cpu_set_t online;
-
-	kr_online_cpus(&online);
-	if (!have_start && sched_getaffinity(0, sizeof(*set), set) < 0)
-		*set = online;
-	CPU_AND(set, have_start ? &start_aff : set, &online);
-	return CPU_COUNT(set);
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-static int highest(const cpu_set_t *s)
+int kr_cpus_parse(const char *list, struct kr_cpus *out)
 {
-	int c = CPU_SETSIZE;
+	const char *p = list ? list : "";
 
-	while (--c >= 0 && !CPU_ISSET(c, s))
-		;
-	return c;
-}
-
-int kr_cpu_pick_avoiding(const cpu_set_t *usable, const cpu_set_t *avoid, int want,
-			 int *victim, int *other)
-{
-	cpu_set_t hk; /* housekeeping: usable and not avoided */
-
-	/* the default victim is the highest usable CPU, a housekeeping one when there is one:
-	 * the kernel refuses RPS to isolated CPUs (and nohz_full ones are set aside for a
-	 * reason) */
-	if (want < 0 && avoid) {
-		CPU_XOR(&hk, usable, avoid);
-		CPU_AND(&hk, &hk, usable);
-		want = highest(&hk);
+	*out = (struct kr_cpus){ 0, NULL };
+	while (isdigit((unsigned char)*p)) {
+		char *end;
+		errno = 0;
+		long a = strtol(p, &end, 10);
+		long b = *end == '-' && isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : a;
+		if (errno || b < a || b >= KR_MAX_CPUS ||
+		    (*end && *end != '\n' && (*end != ',' || !isdigit((unsigned char)end[1]))))
+			break;
+		for (; a <= b; a++)
+			if (out->n >= KR_MAX_CPUS || add_cpu(out, (int)a) < 0)
+				goto bad;
+		if (*end != ',') {
+			p = end;
+			break;
+		}
+		p = end + 1;
 	}
-	want = want < 0 ? highest(usable) : want;
-	*victim = CPU_ISSET(want, usable) ? want : -1;
-	*other = -1;
-	for (int c = 0; *victim >= 0 && c < CPU_SETSIZE && *other < 0; c++) /* the lowest other */
-		if (c != want && CPU_ISSET(c, usable))
-			*other = c;
-	return *victim < 0 ? -1 : 0;
+	if (*p && strcmp(p, "\n"))
+		goto bad;
+	/* "1,0" and "0-2,1" are lists too: kept ascending, each CPU once */
+	if (out->n)
+		qsort(out->cpu, (size_t)out->n, sizeof(int), cmp_cpu);
+	int n = 0;
+	for (int i = 0; i < out->n; i++)
+		if (!n || out->cpu[i] != out->cpu[n - 1])
+			out->cpu[n++] = out->cpu[i];
+	return out->n = n;
+bad:
+	kr_cpus_free(out);
+	errno = EINVAL;
+	return -1;
 }
 
-/* nohz_full reads "(null)" on kernels built with NO_HZ_FULL but booted without it: empty */
-static void isolated_cpus(cpu_set_t *nohz, cpu_set_t *iso)
+bool kr_cpus_has(const struct kr_cpus *s, int cpu)
 {
-	char n[4096] = "", i[4096] = "";
-
-	kr_read_file("/sys/devices/system/cpu/nohz_full", n, sizeof(n));
-	kr_read_file("/sys/devices/system/cpu/isolated", i, sizeof(i));
-	kr_cpulist_parse(n, nohz);
-	kr_cpulist_parse(i, iso);
+	for (int i = 0; i < s->n; i++)
+		if (s->cpu[i] == cpu)
+			return true;
+	return false;
 }
 
-int kr_cpu_pick(const cpu_set_t *usable, int want, int *victim, int *other)
-{
-	cpu_set_t avoid, iso;
-
-	isolated_cpus(&avoid, &iso);
-	CPU_OR(&avoid, &avoid, &iso);
-	return kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
-}
-
-const char *kr_cpus_unusable(char *buf, size_t len)
-{
-	cpu_set_t on, us, nohz, iso;
-	char a[256], b[256], c[256], d[256];
-
-	kr_online_cpus(&on);
-	kr_usable_cpus(&us);
-	isolated_cpus(&nohz, &iso);
-	bool aff = !CPU_EQUAL(&on, &us), i = CPU_COUNT(&iso), n = CPU_COUNT(&nohz);
-	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s",
-		 kr_format_cpulist(&us, a, sizeof(a)), kr_format_cpulist(&on, b, sizeof(b)),
-		 aff ? " (affinity: cpuset, taskset" : "", aff && i ? ", isolcpus" : "",
-		 aff ? ")" : "", i ? "; isolated " : "", kr_format_cpulist(&iso, c, sizeof(c)),
-		 n ? "; nohz_full " : "", kr_format_cpulist(&nohz, d, sizeof(d)));
-	return buf;
-}
-
-int kr_cpu_check(const char *opt, int cpu)
-{
-	cpu_set_t online, usable;
-	char list[256];
-
-	kr_online_cpus(&online);
-	kr_usable_cpus(&usable);
-	if (CPU_ISSET(cpu, &usable))
-		return 0;
-	bool on = CPU_ISSET(cpu, &online);
-	kr_format_cpulist(on ? &usable : &online, list, sizeof(list));
-	return kr_usage_error(on ? "%s: CPU %d is outside this process's affinity (usable CPUs: %s)"
-			      : "%s: CPU %d is not online (online CPUs: %s)", opt, cpu, list);
-}
-
-static const char *isolation_of(int cpu, const cpu_set_t *nohz, const cpu_set_t *iso,
-				char *buf, size_t len)
-{
-	bool n = CPU_ISSET(cpu, nohz), i = CPU_ISSET(cpu, iso);
-
-	snprintf(buf, len, "%s%s%s", n ? "nohz_full" : "", n && i ? "," : "", i ? "isolated" : "");
-	return buf;
-}
-
-const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *isolated,
-				  char *buf, size_t len)
-{
-	cpu_set_t nohz, iso;
-
-	kr_cpulist_parse(nohz_full, &nohz);
-	kr_cpulist_parse(isolated, &iso);
-	return isolation_of(cpu, &nohz, &iso, buf, len);
-}
-
-const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
-{
-	cpu_set_t nohz, iso;
-
-	isolated_cpus(&nohz, &iso);
-	return isolation_of(cpu, &nohz, &iso, buf, len);
-}
-
-int kr_nr_cpu_ids(void)
-{
-	char buf[4096] = "";
-	cpu_set_t s;
-
-	kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf));
-	if (kr_cpulist_parse(buf, &s) < 0)
-		kr_online_cpus(&s);
-	return highest(&s) + 1;
-}
-
-char *kr_format_cpumask(const cpu_set_t *set, int nbits, char *buf, size_t len)
+char *kr_cpus_list(const struct kr_cpus *s, char *buf, size_t len)
 {
 	size_t o = 0;
-	int top = highest(set) + 1;
+
+	buf[0] = 0;
+	for (int i = 0; i < s->n && o < len; i++) {
+		int j = i;
+		while (j + 1 < s->n && s->cpu[j + 1] == s->cpu[j] + 1)
+			j++;
+		o += (size_t)snprintf(buf + o, len - o, o ? ",%d" : "%d", s->cpu[i]);
+		if (j > i && o < len)
+			o += (size_t)snprintf(buf + o, len - o, "-%d", s->cpu[j]);
+		i = j;
+	}
+	return buf;
+}
+
+char *kr_cpus_mask(const struct kr_cpus *s, int nbits, char *buf, size_t len)
+{
+	size_t o = 0;
+	int top = s->n ? s->cpu[s->n - 1] + 1 : 0, k = s->n - 1;
 
 	nbits = nbits > 0 ? nbits : kr_nr_cpu_ids();
-	nbits = nbits > top ? nbits : top; /* widened to hold the highest set CPU */
+	nbits = nbits > top ? nbits : top; /* widened to hold the highest CPU */
 	/* most significant word first, the later ones zero-padded to 8 digits, as the
 	 * kernel prints (and bitmap_parse reads) rps_cpus and smp_affinity */
 	for (int w = (nbits + 31) / 32 - 1; w >= 0; w--) {
 		uint32_t v = 0;
-		for (int b = 0; b < 32; b++)
-			v |= (uint32_t)!!CPU_ISSET(w * 32 + b, set) << b;
+		for (; k >= 0 && s->cpu[k] >= w * 32; k--)
+			v |= 1U << (s->cpu[k] - w * 32);
 		size_t n = (size_t)snprintf(buf + o, len - o, o ? ",%08x" : "%x", v);
 		if (n >= len - o) {
 			errno = ENOSPC;
@@ -182,4 +122,259 @@ char *kr_format_cpumask(const cpu_set_t *set, int nbits, char *buf, size_t len)
 		o += n;
 	}
 	return buf;
+}
+
+/* a cpu_set_t of the CPUs in s (CPU_ALLOC: any CPU number) */
+static cpu_set_t *set_of(const struct kr_cpus *s, size_t *size)
+{
+	int n = s->n ? s->cpu[s->n - 1] + 1 : 1;
+	cpu_set_t *set = CPU_ALLOC(n);
+
+	*size = CPU_ALLOC_SIZE(n);
+	if (set)
+		CPU_ZERO_S(*size, set);
+	for (int i = 0; set && i < s->n; i++)
+		CPU_SET_S(s->cpu[i], *size, set);
+	return set;
+}
+
+int kr_affinity_get(pid_t tid, struct kr_cpus *out)
+{
+	*out = (struct kr_cpus){ 0, NULL };
+	for (int n = 1024; n <= KR_MAX_CPUS; n *= 2) { /* as large as the kernel's cpumask */
+		size_t size = CPU_ALLOC_SIZE(n);
+		cpu_set_t *set = CPU_ALLOC(n);
+		int r = set ? sched_getaffinity(tid, size, set) : -1;
+		for (int c = 0; r == 0 && c < n; c++)
+			if (CPU_ISSET_S(c, size, set) && add_cpu(out, c))
+				r = -1;
+		CPU_FREE(set);
+		if (r == 0 || errno != EINVAL)
+			return r ? -1 : out->n;
+	}
+	return -1;
+}
+
+int kr_affinity_set(pid_t tid, const struct kr_cpus *s)
+{
+	size_t size;
+	cpu_set_t *set = set_of(s, &size);
+	int r = set ? sched_setaffinity(tid, size, set) : -1;
+
+	CPU_FREE(set);
+	return r;
+}
+
+int kr_pin(pid_t tid, int cpu)
+{
+	return kr_affinity_set(tid, &(struct kr_cpus){ 1, &cpu });
+}
+
+int kr_online_cpus(struct kr_cpus *out)
+{
+	char buf[4096];
+
+	/* without sysfs (some containers): the CPUs we may use are online */
+	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
+	    kr_cpus_parse(buf, out) <= 0)
+		kr_affinity_get(0, out);
+	return out->n;
+}
+
+int kr_nr_cpus_online(void)
+{
+	struct kr_cpus s;
+	int n = kr_online_cpus(&s);
+
+	kr_cpus_free(&s);
+	return n;
+}
+
+int kr_nr_cpu_ids(void)
+{
+	static int ids;
+	char buf[4096] = "";
+	struct kr_cpus s;
+
+	if (ids)
+		return ids;
+	kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf));
+	if (kr_cpus_parse(buf, &s) > 0)
+		ids = s.cpu[s.n - 1] + 1;
+	kr_cpus_free(&s);
+	/* without sysfs: the online count is a floor; affinity calls grow past it */
+	return ids ? ids : (ids = (int)sysconf(_SC_NPROCESSORS_CONF) > 0
+					 ? (int)sysconf(_SC_NPROCESSORS_CONF) : 1);
+}
+
+/* The affinity the process had when kr_main started, before any thread pinned itself. */
+static struct kr_cpus start_aff;
+
+void kr_cpus_init(void)
+{
+	kr_cpus_free(&start_aff);
+	kr_affinity_get(0, &start_aff);
+}
+
+int kr_cpus_add(struct kr_cpus *s, int cpu)
+{
+	int i = s->n;
+
+	if (kr_cpus_has(s, cpu))
+		return 0;
+	if (add_cpu(s, cpu) < 0)
+		return -1;
+	for (; i > 0 && s->cpu[i - 1] > cpu; i--) /* kept ascending */
+		s->cpu[i] = s->cpu[i - 1];
+	s->cpu[i] = cpu;
+	return 0;
+}
+
+int kr_cpus_and(const struct kr_cpus *a, const struct kr_cpus *b, struct kr_cpus *out)
+{
+	*out = (struct kr_cpus){ 0, NULL };
+	for (int i = 0; i < a->n; i++)
+		if (kr_cpus_has(b, a->cpu[i]) && add_cpu(out, a->cpu[i]) < 0)
+			return -1;
+	return out->n;
+}
+
+/* sched_getaffinity() gives the mask and the active CPUs: offline ones (holes) are out */
+int kr_usable_cpus(struct kr_cpus *out)
+{
+	if (!start_aff.n)
+		return kr_affinity_get(0, out);
+	*out = (struct kr_cpus){ start_aff.n, malloc(sizeof(int) * (size_t)start_aff.n) };
+	if (!out->cpu)
+		return out->n = 0;
+	memcpy(out->cpu, start_aff.cpu, sizeof(int) * (size_t)out->n);
+	return out->n;
+}
+
+int kr_cpu_pick_avoiding(const struct kr_cpus *usable, const struct kr_cpus *avoid, int want,
+			 int *victim, int *other)
+{
+	/* the default victim is the highest usable CPU, a housekeeping one when there is one:
+	 * the kernel refuses RPS to isolated CPUs (and nohz_full ones are set aside for a
+	 * reason) */
+	for (int i = usable->n - 1; want < 0 && avoid && i >= 0; i--)
+		if (!kr_cpus_has(avoid, usable->cpu[i]))
+			want = usable->cpu[i];
+	want = want < 0 && usable->n ? usable->cpu[usable->n - 1] : want;
+	*victim = kr_cpus_has(usable, want) ? want : -1;
+	*other = -1;
+	for (int i = 0; *victim >= 0 && i < usable->n && *other < 0; i++) /* the lowest other */
+		if (usable->cpu[i] != want)
+			*other = usable->cpu[i];
+	return *victim < 0 ? -1 : 0;
+}
+
+/* nohz_full reads "(null)" on kernels built with NO_HZ_FULL but booted without it: empty */
+static void isolated_cpus(struct kr_cpus *nohz, struct kr_cpus *iso)
+{
+	char n[4096] = "", i[4096] = "";
+
+	kr_read_file("/sys/devices/system/cpu/nohz_full", n, sizeof(n));
+	kr_read_file("/sys/devices/system/cpu/isolated", i, sizeof(i));
+	kr_cpus_parse(n, nohz);
+	kr_cpus_parse(i, iso);
+}
+
+int kr_cpu_pick(const struct kr_cpus *usable, int want, int *victim, int *other)
+{
+	struct kr_cpus nohz, iso, avoid = { 0, NULL };
+
+	isolated_cpus(&nohz, &iso);
+	for (int i = 0; i < nohz.n; i++)
+		add_cpu(&avoid, nohz.cpu[i]);
+	for (int i = 0; i < iso.n; i++)
+		if (!kr_cpus_has(&avoid, iso.cpu[i]))
+			add_cpu(&avoid, iso.cpu[i]);
+	if (avoid.n)
+		qsort(avoid.cpu, (size_t)avoid.n, sizeof(int), cmp_cpu);
+	int r = kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
+	kr_cpus_free(&nohz);
+	kr_cpus_free(&iso);
+	kr_cpus_free(&avoid);
+	return r;
+}
+
+const char *kr_cpus_unusable(char *buf, size_t len)
+{
+	struct kr_cpus on, us, nohz, iso;
+	char a[256], b[256], c[256], d[256];
+
+	kr_online_cpus(&on);
+	kr_usable_cpus(&us);
+	isolated_cpus(&nohz, &iso);
+	bool aff = on.n != us.n, i = iso.n, n = nohz.n;
+	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s",
+		 us.n ? kr_cpus_list(&us, a, sizeof(a)) : "none", kr_cpus_list(&on, b, sizeof(b)),
+		 aff ? " (affinity: cpuset, taskset" : "", aff && i ? ", isolcpus" : "",
+		 aff ? ")" : "", i ? "; isolated " : "", kr_cpus_list(&iso, c, sizeof(c)),
+		 n ? "; nohz_full " : "", kr_cpus_list(&nohz, d, sizeof(d)));
+	kr_cpus_free(&on);
+	kr_cpus_free(&us);
+	kr_cpus_free(&nohz);
+	kr_cpus_free(&iso);
+	return buf;
+}
+
+static const char *isolation_of(int cpu, const struct kr_cpus *nohz, const struct kr_cpus *iso,
+				char *buf, size_t len)
+{
+	bool n = kr_cpus_has(nohz, cpu), i = kr_cpus_has(iso, cpu);
+
+	snprintf(buf, len, "%s%s%s", n ? "nohz_full" : "", n && i ? "," : "", i ? "isolated" : "");
+	return buf;
+}
+
+const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *isolated,
+				  char *buf, size_t len)
+{
+	struct kr_cpus nohz, iso;
+
+	kr_cpus_parse(nohz_full, &nohz);
+	kr_cpus_parse(isolated, &iso);
+	isolation_of(cpu, &nohz, &iso, buf, len);
+	kr_cpus_free(&nohz);
+	kr_cpus_free(&iso);
+	return buf;
+}
+
+const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
+{
+	struct kr_cpus nohz, iso;
+
+	isolated_cpus(&nohz, &iso);
+	isolation_of(cpu, &nohz, &iso, buf, len);
+	kr_cpus_free(&nohz);
+	kr_cpus_free(&iso);
+	return buf;
+}
+
+int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
+{
+	struct kr_cpus usable = { 0, NULL };
+	pthread_attr_t a;
+	size_t size;
+
+	/* unpinned means every usable CPU (the process affinity at start), not the caller's
+	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
+	if (cpu < 0)
+		kr_usable_cpus(&usable);
+	cpu_set_t *set = set_of(cpu < 0 ? &usable : &(struct kr_cpus){ 1, &cpu }, &size);
+	kr_cpus_free(&usable);
+	if (!set)
+		return -1;
+	pthread_attr_init(&a);
+	pthread_attr_setaffinity_np(&a, size, set);
+	/* the policy is in place before the thread's first instruction */
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&a, policy);
+	pthread_attr_setschedparam(&a, &(struct sched_param){ .sched_priority = prio });
+	errno = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	CPU_FREE(set);
+	return errno ? -1 : 0;
 }

@@ -171,9 +171,7 @@ static int undo_line(char *line, bool verbose)
 	else if (sscanf(line, "unlink\t%4095[^\t]%n", a, &o) == 1 && !line[o] && *a == '/')
 		r = unlink(a);
 	else if (sscanf(line, "rmdir\t%4095[^\t]%n", a, &o) == 1 && !line[o] && *a == '/')
-		/* a cgroup whose last task just exited can stay busy a moment */
-		for (int i = 0; (r = rmdir(a)) < 0 && errno == EBUSY && i < 100; i++)
-			kr_sleep_ns(20000000);
+		r = kr_cgroup_remove(a);
 	else if (sscanf(line, "sched\t%d\t%llu\t%d\t%d%n", &tid, &st, &pol, &prio, &o) == 4 && !line[o])
 		/* only the same task (the pid may be reused), never tid 0 (ourselves) */
 		r = tid > 0 && st && task_starttime(tid) == st ? kr_set_sched(tid, pol, prio)
@@ -239,8 +237,9 @@ int kr_journal_restore_stale(int *failed)
 		char path[600], head[160], prog[64] = "?";
 		unsigned long long st = 0, now;
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
+		/* the first line is enough: EFBIG (the rest did not fit) is no error here */
 		if (sscanf(e->d_name, "journal.%d", &pid) != 1 || pid == getpid() ||
-		    kr_read_file(path, head, sizeof(head)) < 0)
+		    (kr_read_file(path, head, sizeof(head)) < 0 && errno != EFBIG))
 			continue;
 		sscanf(head, "krepro-journal\t%*d\t%llu\t%63s", &st, prog);
 		if ((now = task_starttime(pid)) && (!st || now == st))

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 static const struct kr_prog *the_prog;
+static const struct kr_cli *the_cli;
 static struct kr_opts the_opts;
 
 const struct kr_opts *kr_options(void)
@@ -32,13 +33,16 @@ const struct kr_prog *kr_program(void)
 	return the_prog;
 }
 
+const struct kr_cli *kr_cli(void)
+{
+	return the_cli;
+}
+
 /* The options every program shares: one table for getopt and --help. */
 enum {
 	O_DURATION, O_THRESHOLD, O_REPEAT, O_CPU, O_CPUS, O_SEED, O_TRIGGER, O_MITIGATE, O_FORMAT,
-#ifndef KR_EXPORT_MINIMAL
 	O_CSV, O_KSELFTEST,
-#endif
-	O_QUIET, O_WAIT, O_RESTORE_ONLY, O_HELP, O_VERSION, O_N,
+	O_QUIET, O_WAIT, O_RESTORE_ONLY, O_HELP, O_VERSION, O_MAIL_PARAMS, O_N,
 	OPT_COMMON = 256, OPT_PROG = 512
 };
 
@@ -59,22 +63,21 @@ static const struct {
 		"positive control: must FAIL)" },
 	[O_MITIGATE] = { "mitigate", NULL, KR_OPT_MITIGATE, "apply the known fix for the run "
 		"(restored)" },
-#ifndef KR_EXPORT_MINIMAL
 	[O_FORMAT] = { "format", "text|json|tap", 0, "report format (the exit code is the same)" },
 	[O_CSV] = { "csv", "FILE", 0, "write raw samples to FILE" },
 	[O_KSELFTEST] = { "kselftest", NULL, 0, "kselftest's conventions: TAP, SKIP exits 4 (on "
 		"by itself under kselftest's runner)" },
-#else
-	[O_FORMAT] = { "format", "text", 0, NULL }, /* JSON and TAP are not in the export */
-#endif
 	[O_QUIET] = { "quiet", NULL, 0, "print only the verdict line" },
 	[O_WAIT] = { "wait", "SEC", 0, "wait up to SEC for another krepro run" },
 	[O_RESTORE_ONLY] = { "restore-only", NULL, 0, "restore what killed runs left, and exit" },
 	[O_HELP] = { "help", NULL, 0, NULL },
 	[O_VERSION] = { "version", NULL, 0, NULL },
+	/* for scripts/export: the parameters as C, for the mail form's constants */
+	[O_MAIL_PARAMS] = { "mail-params", NULL, 0, NULL },
 };
 
-static bool want_help, want_version;
+static bool want_help, want_version, want_mail_params;
+static const char *given_common[O_N]; /* the shared options given, as typed */
 
 /* Lines of --help within an email's width. A line at column 0 continues at indent; an
  * indented one ("  --opt ARG   help") as kr_print_wrapped places it. */
@@ -99,19 +102,19 @@ static void usage_option(const char *name, const char *arg, const char *help)
 	usage(0, "  --%-22s %s", left, help);
 }
 
-static void print_usage(const struct kr_prog *p)
+static void print_usage(const struct kr_prog *p, const struct kr_cli *c)
 {
 	const char *u = p->unit ? p->unit : "";
 	/* the description: lines at column 0 are running text, joined into paragraphs;
 	 * indented lines (formulas, lists) stay as they are */
-	char *d = kr_strf("%s", p->description);
+	char *d = kr_strf("%s", c->description);
 	for (char *l = d, *nl; (nl = strchr(l, '\n')); l = nl + 1)
 		if (*l != ' ' && *l != '\n' && nl[1] && nl[1] != ' ' && nl[1] != '\n')
 			*nl = ' ';
 	size_t n = strlen(d);
 	if (n && d[n - 1] == '\n')
 		d[n - 1] = 0;
-	usage(0, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s", p->name, p->name, KR_VERSION, p->summary, d);
+	usage(0, "Usage: %s [OPTIONS]\n%s %s: %s\n\n%s", p->name, p->name, KR_VERSION, c->summary, d);
 	free(d);
 	/* the rule as one paragraph, whatever its line breaks */
 	char *rule = kr_strf("\nVerdict: %s", p->rule);
@@ -125,9 +128,9 @@ static void print_usage(const struct kr_prog *p)
 	usage(2, "%s", rule);
 	free(rule);
 	usage(0, "  metric %s, default threshold %g%s", p->metric, p->threshold, u);
-	if (p->options && p->options->name)
+	if (c->options && c->options->name)
 		usage(0, "\nProgram options:");
-	for (const struct kr_option *po = p->options; po && po->name; po++)
+	for (const struct kr_option *po = c->options; po && po->name; po++)
 		usage_option(po->name, po->argname, po->help);
 	usage(0, "\nCommon options:");
 	for (int i = 0; i < O_N; i++) {
@@ -147,10 +150,8 @@ static void print_usage(const struct kr_prog *p)
 	      "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
 	      "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
 	      "  129 SKIP: this machine or user cannot run it (bisect: abort)");
-#ifndef KR_EXPORT_MINIMAL
 	usage(0, "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP");
-#endif
-	usage(0, "\nExample:\n  %s", p->example);
+	usage(0, "\nExample:\n  %s", c->example);
 }
 
 static int parse_common_option(int i, const char *arg)
@@ -158,6 +159,7 @@ static int parse_common_option(int i, const char *arg)
 	int64_t ns;
 	long l;
 
+	given_common[i] = arg ? arg : "";
 	switch (i) {
 	case O_DURATION:
 		if (kr_parse_duration_ns("--duration", arg, "s", 1000000, 3600000000000LL, &ns) < 0)
@@ -172,33 +174,28 @@ static int parse_common_option(int i, const char *arg)
 	case O_FORMAT:
 		if ((l = kr_parse_choice("--format", arg, common[O_FORMAT].arg)) < 0)
 			return -1;
-#ifndef KR_EXPORT_MINIMAL
 		the_opts.format = (enum kr_format)l;
 		the_opts.format_set = true;
-#endif
 		return 0;
-#ifndef KR_EXPORT_MINIMAL
 	case O_CSV:
 		if (!*arg)
 			return kr_usage_error("--csv: expected a file name");
 		the_opts.csv = arg;
 		return 0;
 	case O_KSELFTEST: the_opts.kselftest = true; return 0;
-#endif
 	case O_CPU:
-		if (kr_parse_long("--cpu", arg, 0, CPU_SETSIZE - 1, &l) < 0 ||
+		if (kr_parse_long("--cpu", arg, 0, KR_MAX_CPUS - 1, &l) < 0 ||
 		    kr_cpu_check("--cpu", (int)l) < 0)
 			return -1;
 		the_opts.cpu = (int)l;
 		return 0;
 	case O_CPUS:
-		the_opts.cpus_set = true;
+		kr_cpus_free(&the_opts.cpus);
 		return kr_parse_cpulist("--cpus", arg, &the_opts.cpus);
 	case O_SEED:
-		if (kr_parse_long("--seed", arg, 0, 0x7fffffffL, &l) < 0)
+		if (kr_parse_long("--seed", arg, 1, 0x7fffffffL, &l) < 0)
 			return -1;
 		the_opts.seed = (unsigned long long)l;
-		the_opts.seed_set = true;
 		return 0;
 	case O_REPEAT:
 		if (kr_parse_long("--repeat", arg, 1, 100, &l) < 0)
@@ -216,6 +213,7 @@ static int parse_common_option(int i, const char *arg)
 	case O_RESTORE_ONLY: the_opts.restore_only = true; return 0;
 	case O_HELP: want_help = true; return 0;
 	case O_VERSION: want_version = true; return 0;
+	case O_MAIL_PARAMS: want_mail_params = true; return 0;
 	}
 	return -1;
 }
@@ -323,14 +321,124 @@ static int supervise(void)
 /* a usage line on stderr, and the exit code of bad usage */
 #define usage_exit(...) (kr_usage_error(__VA_ARGS__), KR_EXIT_ERROR)
 
-int kr_main(const struct kr_prog *p, int argc, char **argv)
+/* the program options given, as typed (for --mail-params' comments) */
+static const char *given[64];
+
+static int parse_program_option(int i, const char *arg)
+{
+	const struct kr_option *po = &the_cli->options[i];
+	char opt[64];
+	long l;
+	int k;
+
+	snprintf(opt, sizeof(opt), "--%s", po->name);
+	given[i] = arg ? arg : "";
+	switch (po->type) {
+	case KR_ARGT_CUSTOM:
+		return the_cli->parse(i, arg);
+	case KR_ARGT_FLAG:
+		*(bool *)po->var = true;
+		return 0;
+	case KR_ARGT_LONG:
+		if (kr_parse_long(opt, arg, (long)po->min, (long)po->max, &l) < 0)
+			return -1;
+		*(long *)po->var = l;
+		return 0;
+	case KR_ARGT_DOUBLE:
+		return kr_parse_double(opt, arg, po->min, po->max, po->var);
+	case KR_ARGT_TIME:
+		return kr_parse_duration_ns(opt, arg, po->unit, (int64_t)po->min, (int64_t)po->max,
+					    po->var);
+	case KR_ARGT_SIZE:
+		return kr_parse_size(opt, arg, (uint64_t)po->min, (uint64_t)po->max, po->var);
+	case KR_ARGT_CHOICE:
+		if ((k = kr_parse_choice(opt, arg, po->argname)) < 0)
+			return -1;
+		*(int *)po->var = k;
+		return 0;
+	}
+	return -1;
+}
+
+/* the shortest decimal that reads back as v */
+static const char *c_double(double v, char *buf, size_t len)
+{
+	for (int digits = 6; digits <= 17; digits++)
+		if (snprintf(buf, len, "%.*g", digits, v) > 0 && strtod(buf, NULL) == v)
+			break;
+	return buf;
+}
+
+/* the shared option i as typed, or nothing, and the line's end */
+static void typed(int i)
+{
+	if (given_common[i])
+		printf("--%s%s%s", common[i].name, *given_common[i] ? " " : "", given_common[i]);
+	putchar('\n');
+}
+
+/* --mail-params: this run's parameters as C values, one per line, for scripts/export:
+ *   NAME<tab>VALUE<tab>AS TYPED
+ * "opts.FIELD" for the shared options (every one), the program's variable ("cfg.slice_us")
+ * for each program option given; a custom option given cannot be a constant: "custom". */
+static int print_mail_params(void)
+{
+	const struct kr_opts *o = &the_opts;
+	char b[64], list[512];
+
+	printf("opts.duration_s\t%s\t", c_double(o->duration_s, b, sizeof(b)));
+	typed(O_DURATION);
+	printf("opts.threshold\t%s\t", c_double(o->threshold, b, sizeof(b)));
+	typed(O_THRESHOLD);
+	printf("opts.repeat\t%d\t", o->repeat);
+	typed(O_REPEAT);
+	printf("opts.cpu\t%d\t", o->cpu);
+	typed(O_CPU);
+	if (o->cpus.n) {
+		printf("opts.cpus\t{ %d, (int[]){ ", o->cpus.n);
+		for (int i = 0; i < o->cpus.n; i++)
+			printf("%s%d", i ? ", " : "", o->cpus.cpu[i]);
+		printf(" } }\t--cpus %s\n", kr_cpus_list(&o->cpus, list, sizeof(list)));
+	}
+	if (o->seed) {
+		printf("opts.seed\t%llu\t", o->seed);
+		typed(O_SEED);
+	}
+	printf("opts.trigger\t%s\t", o->trigger ? "true" : "false");
+	typed(O_TRIGGER);
+	printf("opts.mitigate\t%s\t", o->mitigate ? "true" : "false");
+	typed(O_MITIGATE);
+	for (int i = 0; the_cli->options && the_cli->options[i].name; i++) {
+		const struct kr_option *po = &the_cli->options[i];
+		if (!given[i])
+			continue;
+		printf("%s\t", po->type == KR_ARGT_CUSTOM ? "custom" : po->field);
+		switch (po->type) {
+		case KR_ARGT_CUSTOM: printf("?"); break;
+		case KR_ARGT_FLAG: printf("true"); break;
+		case KR_ARGT_LONG: printf("%ld", *(long *)po->var); break;
+		case KR_ARGT_DOUBLE: printf("%s", c_double(*(double *)po->var, b, sizeof(b))); break;
+		case KR_ARGT_TIME: printf("%lld", (long long)*(int64_t *)po->var); break;
+		case KR_ARGT_SIZE: printf("%llu", (unsigned long long)*(uint64_t *)po->var); break;
+		case KR_ARGT_CHOICE: printf("%d", *(int *)po->var); break;
+		}
+		printf("\t--%s%s%s\n", po->name, *given[i] ? " " : "", given[i]);
+	}
+	return KR_EXIT_PASS;
+}
+
+int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **argv)
 {
 	struct option lo[64];
 	int n = 0;
 
 	the_prog = p;
+	the_cli = c;
 	kr_cpus_init(); /* before any thread pins itself */
+	kr_cpus_free(&the_opts.cpus); /* of a previous call (tests, fuzzers) */
 	memset(&the_opts, 0, sizeof(the_opts));
+	memset(given, 0, sizeof(given));
+	memset(given_common, 0, sizeof(given_common));
 	the_opts.duration_s = p->duration_s;
 	the_opts.threshold = p->threshold;
 	the_opts.cpu = -1;
@@ -339,41 +447,42 @@ int kr_main(const struct kr_prog *p, int argc, char **argv)
 		if (!common[i].needs || (p->flags & common[i].needs))
 			lo[n++] = (struct option){ common[i].name, common[i].arg ? required_argument
 						   : no_argument, NULL, OPT_COMMON + i };
-	for (int i = 0; p->options && p->options[i].name && n < 63; i++)
-		lo[n++] = (struct option){ p->options[i].name, p->options[i].argname ?
-					   required_argument : no_argument, NULL, OPT_PROG + i };
+	for (int i = 0; c->options && c->options[i].name && n < 63; i++)
+		lo[n++] = (struct option){ c->options[i].name, c->options[i].argname &&
+					   c->options[i].type != KR_ARGT_FLAG ? required_argument
+					   : no_argument, NULL, OPT_PROG + i };
 	lo[n] = (struct option){ 0 };
 
 	opterr = 0;
 	optind = 1;
-	want_help = want_version = false;
+	want_help = want_version = want_mail_params = false;
 	for (int key; (key = getopt_long(argc, argv, ":", lo, NULL)) != -1;) {
 		if (key == '?' || key == ':')
 			return usage_exit("%s '%s'%s (see --help)", key == '?' ? "unknown option"
 					  : "option", argv[optind - 1], key == ':' ? " needs a value" : "");
-		if (key >= OPT_PROG ? p->parse(key - OPT_PROG, optarg) < 0
+		if (key >= OPT_PROG ? parse_program_option(key - OPT_PROG, optarg) < 0
 				    : parse_common_option(key - OPT_COMMON, optarg) < 0)
 			return KR_EXIT_ERROR;
 	}
 	if (optind < argc)
 		return usage_exit("unexpected argument '%s' (see --help)", argv[optind]);
-#ifndef KR_EXPORT_MINIMAL
 	/* kselftest/runner.sh exports kselftest_timeout to each test it runs (kernels 5.x to
 	 * today); its own convention then wins: SKIP is exit 4 and the report is TAP */
 	if (getenv("kselftest_timeout"))
 		the_opts.kselftest = true;
 	if (the_opts.kselftest && !the_opts.format_set)
 		the_opts.format = KR_FMT_TAP;
-#endif
 	if (want_help || want_version) {
 		if (want_help)
-			print_usage(p);
+			print_usage(p, c);
 		else
 			printf("%s (krepro) %s\n", p->name, KR_VERSION);
 		return KR_EXIT_PASS;
 	}
-	if (p->validate && p->validate(&the_opts) < 0)
+	if (c->validate && c->validate(&the_opts) < 0)
 		return KR_EXIT_ERROR;
+	if (want_mail_params)
+		return print_mail_params();
 
 	pid_t holder = 0;
 	if (the_opts.restore_only) {

@@ -116,40 +116,46 @@ int kr_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, ui
 	return 0;
 }
 
-char *kr_format_cpulist(const cpu_set_t *set, char *buf, size_t len)
+int kr_parse_cpulist(const char *opt, const char *s, struct kr_cpus *out)
 {
-	size_t o = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < CPU_SETSIZE && o < len; i++) {
-		if (!CPU_ISSET(i, set))
-			continue;
-		int j = i;
-		while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set))
-			j++;
-		o += (size_t)snprintf(buf + o, len - o, o ? ",%d" : "%d", i);
-		if (j > i && o < len)
-			o += (size_t)snprintf(buf + o, len - o, "-%d", j);
-		i = j;
-	}
-	return buf;
-}
-
-int kr_parse_cpulist(const char *opt, const char *s, cpu_set_t *out)
-{
-	cpu_set_t usable;
+	struct kr_cpus usable;
 	char us[256];
 
 	kr_usable_cpus(&usable);
-	kr_format_cpulist(&usable, us, sizeof(us));
-	if (kr_cpulist_parse(s, out) < 0 || (s && s[strlen(s) - 1] == '\n'))
+	kr_cpus_list(&usable, us, sizeof(us));
+	kr_cpus_free(&usable);
+	if (kr_cpus_parse(s, out) <= 0 || s[strlen(s) - 1] == '\n') {
+		kr_cpus_free(out);
 		return kr_usage_error("%s: '%s': want a CPU list like 0-3,5 of usable %s",
 				      opt, s ? s : "", us);
+	}
 	/* offline or outside the process affinity (cpuset, taskset): one line each */
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, out) && kr_cpu_check(opt, i) < 0)
+	for (int i = 0; i < out->n; i++)
+		if (kr_cpu_check(opt, out->cpu[i]) < 0) {
+			kr_cpus_free(out);
 			return -1;
+		}
 	return 0;
+}
+
+int kr_cpu_check(const char *opt, int cpu)
+{
+	struct kr_cpus online, usable;
+	char list[256];
+	int r = 0;
+
+	kr_online_cpus(&online);
+	kr_usable_cpus(&usable);
+	if (!kr_cpus_has(&usable, cpu)) {
+		bool on = kr_cpus_has(&online, cpu);
+		kr_cpus_list(on ? &usable : &online, list, sizeof(list));
+		r = kr_usage_error(on ? "%s: CPU %d is outside this process's affinity (usable "
+				   "CPUs: %s)" : "%s: CPU %d is not online (online CPUs: %s)",
+				   opt, cpu, list);
+	}
+	kr_cpus_free(&online);
+	kr_cpus_free(&usable);
+	return r;
 }
 
 int kr_parse_choice(const char *opt, const char *s, const char *choices)

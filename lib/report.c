@@ -3,7 +3,7 @@
  * Description: the report of one run and its verdict, in text, JSON or TAP
  * (CONTRACT.md section 3). Everything is buffered and printed once, at the verdict, so a
  * JSON or TAP consumer never sees partial output and the verdict line is always last.
- * KR_EXPORT_MINIMAL (scripts/export) leaves out JSON, TAP and CSV: the text report only.
+ * The mail form has its own, plainer harness (mail.c).
  */
 #include "krepro.h"
 #include "internal.h"
@@ -29,26 +29,8 @@ static struct {
 	char **lines, **causes;
 	size_t nlines, ncauses;
 	struct kr_kvlist params, env;
-#ifndef KR_EXPORT_MINIMAL /* measurements are JSON only */
 	struct kr_kvlist meas;
-#endif
 } kr_rep;
-
-char *kr_vstrf(const char *fmt, va_list ap)
-{
-	char *s = NULL;
-
-	if (vasprintf(&s, fmt, ap) < 0) {
-		perror("krepro: out of memory");
-		abort();
-	}
-	return s;
-}
-
-char *kr_strf(const char *fmt, ...)
-{
-	return KR_VSTRF(fmt);
-}
 
 /* appends s to the array *a of *n strings */
 static void append(char ***a, size_t *n, char *s)
@@ -94,12 +76,21 @@ void kr_param(const char *key, const char *fmt, ...)
 	kvlist_set(&kr_rep.params, key, KR_VSTRF(fmt), 0);
 }
 
+void kr_params(const char *fmt, ...)
+{
+	char *text = KR_VSTRF(fmt), *eq;
+
+	for (char *kv = strtok(text, " "); kv; kv = strtok(NULL, " "))
+		if ((eq = strchr(kv, '=')))
+			*eq = 0, kr_param(kv, "%s", eq + 1);
+	free(text);
+}
+
 void kr_env(const char *key, const char *fmt, ...)
 {
 	kvlist_set(&kr_rep.env, key, KR_VSTRF(fmt), 0);
 }
 
-#ifndef KR_EXPORT_MINIMAL
 void kr_measure(const char *key, double value)
 {
 	kvlist_set(&kr_rep.meas, key, NULL, value);
@@ -109,10 +100,6 @@ void kr_measure_str(const char *key, const char *value)
 {
 	kvlist_set(&kr_rep.meas, key, kr_strf("%s", value ? value : ""), 0);
 }
-#else
-void kr_measure(const char *key, double value) { (void)key, (void)value; }
-void kr_measure_str(const char *key, const char *value) { (void)key, (void)value; }
-#endif
 
 void kr_cause(const char *fmt, ...)
 {
@@ -143,7 +130,6 @@ int kr_usage_error(const char *fmt, ...)
 	return -1;
 }
 
-#ifndef KR_EXPORT_MINIMAL
 /* ---- JSON ---- */
 static void json_string(FILE *f, const char *s)
 {
@@ -226,6 +212,7 @@ static void report_json(FILE *f, enum kr_verdict v, int code, double value, doub
 	json_string(f, p && p->unit ? p->unit : "");
 	fputs("},\"threshold\":", f);
 	json_number(f, threshold);
+	fprintf(f, ",\"fail_when\":\"%s\"", p && p->fail_below ? "below" : "above");
 	fputs(",\"rule\":", f);
 	json_string(f, p ? p->rule : NULL);
 	fputs(",\"reason\":", f);
@@ -244,17 +231,8 @@ static void report_json(FILE *f, enum kr_verdict v, int code, double value, doub
 	json_array(f, kr_rep.lines, kr_rep.nlines);
 	fputs("}\n", f);
 }
-#endif
 
 /* 84.1, 20.0, 0.974, 500, 0.004: three significant digits without exponent noise */
-static void format_value(char *buf, size_t len, double v)
-{
-	double a = fabs(v);
-
-	/* 0.9996 is "1.000", never a bare "1" */
-	snprintf(buf, len, !isfinite(v) ? "n/a" : a >= 100 ? "%.0f" : a >= 10 ? "%.1f" :
-		 a >= 1 || a == 0 ? "%.2f" : a >= 0.1 ? "%.3f" : "%.3g", v);
-}
 
 /* columns of s: UTF-8 continuation bytes take none */
 static size_t text_width(const char *s, size_t len)
@@ -328,13 +306,11 @@ static void report_print_env(FILE *f, const char *prefix)
 
 void kr_env_print(FILE *f, bool json)
 {
-#ifndef KR_EXPORT_MINIMAL
 	if (json) {
 		json_object(f, &kr_rep.env);
 		fputc('\n', f);
 		return;
 	}
-#endif
 	(void)json;
 	report_print_env(f, "");
 }
@@ -344,7 +320,8 @@ void kr_env_print(FILE *f, bool json)
 static void report_text(FILE *f, const char *prefix, bool fail)
 {
 	const struct kr_prog *p = kr_program();
-	char *s = kr_strf("%s %s: %s", p ? p->name : "krepro", KR_VERSION, p ? p->summary : "");
+	const struct kr_cli *c = kr_cli();
+	char *s = kr_strf("%s %s: %s", p ? p->name : "krepro", KR_VERSION, c ? c->summary : "");
 	size_t col = 0;
 
 	kr_print_wrapped(f, prefix, s, 2);
@@ -388,6 +365,10 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	const struct kr_opts *o = kr_options();
 	const char *name = p ? p->name : "krepro", *unit = p && p->unit ? p->unit : "";
 	const char *x = extra ? extra : "", *pre = "";
+	static int causes_named;
+	/* the program names its causes now, from what this run saw (cli->causes) */
+	if (v == KR_FAIL && kr_cli() && kr_cli()->causes && !causes_named++)
+		kr_cli()->causes(o);
 	double threshold = o && o->threshold_set ? o->threshold : (p ? p->threshold : NAN);
 	bool metric = v == KR_PASS || v == KR_FAIL || (v == KR_SKIP && isfinite(value));
 	char vbuf[32], tbuf[32], *m = NULL, *line, *shortline = NULL, *detail = NULL;
@@ -398,8 +379,8 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	for (char *c = r; *c; c++)
 		if ((unsigned char)*c < 0x20)
 			*c = ' ';
-	format_value(vbuf, sizeof(vbuf), value);
-	format_value(tbuf, sizeof(tbuf), threshold);
+	kr_format_value(value, vbuf, sizeof(vbuf));
+	kr_format_value(threshold, tbuf, sizeof(tbuf));
 	if (metric) {
 		m = kr_strf("%s=%s%s (limit %s%s)", p && p->metric ? p->metric : "metric", vbuf,
 			    unit, tbuf, unit);
@@ -419,7 +400,6 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 		shortline = kr_strf("%.*s ...", (int)cut, line);
 		detail = kr_strf("%s: %s", words[v], r);
 	}
-#ifndef KR_EXPORT_MINIMAL
 	bool ksft = o && o->kselftest, tap = o && o->format == KR_FMT_TAP;
 	/* kselftest counts every exit but 0 and 4 as a failure */
 	if (ksft && (code == KR_EXIT_SKIP || code == KR_EXIT_SKIP_MACHINE))
@@ -436,7 +416,6 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 			fputs("TAP version 13\n", f);
 		fputs("1..1\n", f);
 	}
-#endif
 	if (!(o && o->quiet)) {
 		report_text(f, pre, v == KR_FAIL);
 		if (detail)
@@ -444,7 +423,6 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	}
 	/* --quiet: one line for a bisect log, all of it */
 	fprintf(f, "%s%s\n", pre, shortline && !(o && o->quiet) ? shortline : line);
-#ifndef KR_EXPORT_MINIMAL
 	if (tap) {
 		if (v == KR_PASS || v == KR_FAIL)
 			fprintf(f, "%sok 1 %s\n", v == KR_FAIL ? "not " : "", name);
@@ -457,7 +435,6 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 				v == KR_PASS, v == KR_FAIL, v == KR_SKIP, v == KR_ERROR);
 	}
 done:
-#endif
 	fflush(f);
 	free(m);
 	free(line);
@@ -507,21 +484,8 @@ int kr_inconclusive(double value, const char *reason_fmt, ...)
 			     "inconclusive (%s):" : "inconclusive (%s)", KR_VSTRF(reason_fmt));
 }
 
-enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
-{
-	int p = 0, f = 0;
-
-	for (int i = 0; i < n; i++)
-		p += v[i] == KR_PASS, f += v[i] == KR_FAIL;
-	if (npass)
-		*npass = p;
-	if (nfail)
-		*nfail = f;
-	return p && !f ? KR_PASS : f && !p ? KR_FAIL : KR_SKIP;
-}
 
 /* ---- CSV ---- */
-#ifndef KR_EXPORT_MINIMAL
 static FILE *kr_csv_file;
 
 int kr_csv_open(const char *header)
@@ -559,8 +523,3 @@ void kr_csv_close(void)
 		fclose(kr_csv_file);
 	kr_csv_file = NULL;
 }
-#else /* the export has no --csv */
-int kr_csv_open(const char *header) { (void)header; return 0; }
-void kr_csv_row(const char *fmt, ...) { (void)fmt; }
-void kr_csv_close(void) {}
-#endif

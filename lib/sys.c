@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Description: time, statistics, /proc and /sys readers and parsers, kernel config lookup,
- * CPU pinning, scheduling policy and the RT watchdog.
+ * Description: strings, the vote of repeats, time, statistics, /proc and /sys readers and
+ * parsers, kernel config lookup, scheduling policy and the RT watchdog: what both
+ * harnesses (lib's full one and the mail form's) share.
  */
 #include "krepro.h"
 
@@ -18,6 +19,47 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* ---- strings ---- */
+char *kr_vstrf(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, fmt, ap) < 0) {
+		perror("krepro: out of memory");
+		abort();
+	}
+	return s;
+}
+
+char *kr_strf(const char *fmt, ...)
+{
+	return KR_VSTRF(fmt);
+}
+
+const char *kr_format_value(double v, char *buf, size_t len)
+{
+	double a = fabs(v);
+
+	/* 0.9996 is "1.000", never a bare "1" */
+	snprintf(buf, len, !isfinite(v) ? "n/a" : a >= 100 ? "%.0f" : a >= 10 ? "%.1f" :
+		 a >= 1 || a == 0 ? "%.2f" : a >= 0.1 ? "%.3f" : "%.3g", v);
+	return buf;
+}
+
+/* ---- verdicts of repeats ---- */
+enum kr_verdict kr_vote(const enum kr_verdict *v, int n, int *npass, int *nfail)
+{
+	int p = 0, f = 0;
+
+	for (int i = 0; i < n; i++)
+		p += v[i] == KR_PASS, f += v[i] == KR_FAIL;
+	if (npass)
+		*npass = p;
+	if (nfail)
+		*nfail = f;
+	return p && !f ? KR_PASS : f && !p ? KR_FAIL : KR_SKIP;
+}
 
 /* ---- time ---- */
 int64_t kr_now_ns(void)
@@ -102,19 +144,31 @@ char *kr_read_text(const char *path)
 	return t;
 }
 
-/* one read(): enough for the small files this is for (a seq_file fills the buffer) */
+/* read() until EOF: a seq_file returns about one page per read() (/proc/net/softnet_stat:
+ * some 35 CPU rows), a pipe what was written so far */
 int kr_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	ssize_t r = 1;
+	size_t n = 0;
+	char more[64];
 
-	if (fd >= 0)
-		close(fd);
+	if (fd < 0)
+		return -1; /* buf as it was */
+	while (r > 0 && n + 1 < len && (r = read(fd, buf + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	/* buf is full: what follows does not fit, unless it is newlines (stripped anyway) */
+	while (r > 0 && (r = read(fd, more, sizeof(more))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			if (more[i] != '\n')
+				r = -2;
+	close(fd);
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
-	if (n >= 0)
-		buf[n] = 0;
-	return (int)n;
+	buf[n] = 0;
+	if (r == -2)
+		errno = EFBIG;
+	return r < 0 ? -1 : (int)n;
 }
 
 int kr_read_u64(const char *path, uint64_t *out)
@@ -312,7 +366,7 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 	return 0;
 }
 
-int kr_kconfig(const char *option, char *buf, size_t len)
+const char *kr_kconfig_text(void)
 {
 	static char *text;
 	static int tried;
@@ -322,61 +376,23 @@ int kr_kconfig(const char *option, char *buf, size_t len)
 
 	if (f)
 		text = read_stream(f), pclose(f);
-	if (text && *text)
+	return text && *text ? text : NULL;
+}
+
+int kr_kconfig(const char *option, char *buf, size_t len)
+{
+	const char *text = kr_kconfig_text();
+
+	if (text)
 		return kr_kconfig_parse(text, option, buf, len);
 	snprintf(buf, len, "unknown");
 	return -1;
 }
 
-/* ---- CPUs and scheduling ---- */
-int kr_cpulist_parse(const char *s, cpu_set_t *out)
-{
-	CPU_ZERO(out);
-	for (const char *p = s; p && isdigit((unsigned char)*p);) {
-		char *end;
-		errno = 0;
-		long a = strtol(p, &end, 10);
-		long b = *end == '-' && isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : a;
-		if (errno || b < a || b >= CPU_SETSIZE ||
-		    (*end && *end != '\n' && (*end != ',' || !isdigit((unsigned char)end[1]))))
-			return -1;
-		while (a <= b)
-			CPU_SET(a++, out);
-		if (*end != ',')
-			return 0;
-		p = end + 1;
-	}
-	return -1;
-}
-
-int kr_online_cpus(cpu_set_t *set)
-{
-	char buf[4096];
-
-	/* without sysfs (some containers): the CPUs we may use are online */
-	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
-	    kr_cpulist_parse(buf, set) < 0)
-		sched_getaffinity(0, sizeof(*set), set);
-	return CPU_COUNT(set);
-}
-
-int kr_nr_cpus_online(void)
-{
-	cpu_set_t s;
-	return kr_online_cpus(&s);
-}
-
+/* ---- scheduling ---- */
 pid_t kr_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
-}
-
-int kr_pin_self(int cpu)
-{
-	cpu_set_t s;
-	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
-	return sched_setaffinity(0, sizeof(s), &s);
 }
 
 /* SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3, IDLE 5, DEADLINE 6 */
@@ -398,29 +414,6 @@ int kr_set_sched(pid_t tid, int policy, int prio)
 {
 	struct sched_param sp = { .sched_priority = prio };
 	return sched_setscheduler(tid, policy, &sp);
-}
-
-int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t a;
-	cpu_set_t s;
-
-	/* unpinned means every usable CPU (the process affinity at start), not the caller's
-	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
-	CPU_ZERO(&s);
-	if (cpu >= 0)
-		CPU_SET(cpu, &s);
-	else
-		kr_usable_cpus(&s);
-	pthread_attr_init(&a);
-	pthread_attr_setaffinity_np(&a, sizeof(s), &s);
-	/* the policy is in place before the thread's first instruction */
-	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&a, policy);
-	pthread_attr_setschedparam(&a, &(struct sched_param){ .sched_priority = prio });
-	errno = pthread_create(t, &a, fn, arg);
-	pthread_attr_destroy(&a);
-	return errno ? -1 : 0;
 }
 
 /* ---- watchdog: a SCHED_FIFO 99 thread, unpinned, that no RT burner below 99 starves ---- */

@@ -103,49 +103,6 @@ static enum kr_verdict rt_starve_rule(const struct rtt *in, const struct rtt *ou
 	return in->p50 > limit_ms && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
 
-static const struct kr_option rs_options[] = {
-	{ "path", "ksoftirqd|napi", "bottom half on the victim CPU (default ksoftirqd)" },
-	{ "window", "DUR", "burner window per repeat, 50ms-900ms (default 500ms)" },
-	{ "interval", "DUR", "probe spacing, 1ms-50ms (default 5ms)" },
-	{ "prio", "N", "SCHED_FIFO priority of the burner, 1-98 (default 50)" },
-	{ "ratio", "X", "in-window median must also be over X x the out-window one (10)" },
-	{ "burst", "N", "ksoftirqd path: at most N 61.6 KB UDP GSO datagrams (1000)" },
-	{ NULL, NULL, NULL }
-};
-
-static int rs_parse(int index, const char *arg)
-{
-	int i;
-
-	switch (index) {
-	case 0:
-		if ((i = kr_parse_choice("--path", arg, "ksoftirqd|napi")) < 0)
-			return -1;
-		opt_napi = i == 1;
-		return 0;
-	case 1:
-		return kr_parse_duration_ns("--window", arg, "ms", 50 * MS, 900 * MS, &opt_window);
-	case 2:
-		return kr_parse_duration_ns("--interval", arg, "ms", 1 * MS, 50 * MS, &opt_interval);
-	case 3:
-		return kr_parse_long("--prio", arg, 1, 98, &opt_prio);
-	case 4:
-		return kr_parse_double("--ratio", arg, 1, 1e6, &opt_ratio);
-	}
-	return kr_parse_long("--burst", arg, 0, 100000, &opt_burst);
-}
-
-static int rs_validate(const struct kr_opts *o)
-{
-	opt_napi |= o->trigger;
-	if ((int64_t)(o->duration_s * 1e9) < opt_window + 200 * MS)
-		return kr_usage_error("--duration: must be at least --window + 200ms (%.3f s)",
-				      (double)(opt_window + 200 * MS) / 1e9);
-	if (opt_interval * 4 > opt_window)
-		return kr_usage_error("--interval: at most a quarter of --window");
-	return 0;
-}
-
 struct lab {
 	int ns_c, ns_s;			/* client and server namespaces */
 	char if_c[16], if_s[16];
@@ -182,13 +139,11 @@ static int udp(int ns, const char *addr, int port, const char *peer, int pport)
 static int steer(struct lab *lab)
 {
 	char path[128], mask[KR_CPUMASK_LEN];
-	cpu_set_t one;
+	struct kr_cpus one = { 1, &lab->victim };
 	int nq = 0;
 
-	CPU_ZERO(&one);
-	CPU_SET(lab->victim, &one);
 	if (!opt_napi) {
-		kr_format_cpumask(&one, 0, mask, sizeof(mask));
+		kr_cpus_mask(&one, 0, mask, sizeof(mask));
 		for (; nq < 64; nq++) {
 			snprintf(path, sizeof(path), "class/net/%s/queues/rx-%d/rps_cpus",
 				 lab->if_s, nq);
@@ -222,7 +177,7 @@ static int steer(struct lab *lab)
 			       lab->if_s);
 	/* the threads die with the namespace: their affinity needs no journal */
 	for (int i = 0; i < lab->nbh; i++)
-		if (sched_setaffinity(lab->bh[i], sizeof(one), &one) < 0)
+		if (kr_pin(lab->bh[i], lab->victim) < 0)
 			return kr_error("cannot pin napi thread %d to CPU %d: %s", (int)lab->bh[i],
 					lab->victim, strerror(errno));
 	kr_say("path napi: threaded NAPI on %s (GRO on, TSO off on %s),", lab->if_s, lab->if_c);
@@ -501,13 +456,17 @@ static int measure(struct lab *lab, const struct kr_opts *o, int rep, struct res
 static int rs_run(const struct kr_opts *o)
 {
 	struct lab lab = { .ns_c = -1, .ns_s = -1 };
-	cpu_set_t usable;
+	struct kr_cpus usable;
 	char iso[32], why[200];
 	int r;
 
-	/* requirements first, before anything changes; --cpu was checked by kr_main */
+	opt_napi |= o->trigger;	/* here, not in validate: the mail form runs this */
+
+	/* requirements first, before anything changes; --cpu was checked before */
 	kr_usable_cpus(&usable);
-	if (kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other) < 0 || lab.other < 0)
+	r = kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other);
+	kr_cpus_free(&usable);
+	if (r < 0 || lab.other < 0)
 		return kr_skip(129, "needs 2 usable CPUs (the victim and one for client "
 			       "and server): %s", kr_cpus_unusable(why, sizeof(why)));
 	/* the burner and its SCHED_FIFO 99 watchdog (EPERM also from cpu.rt_runtime_us 0) */
@@ -535,7 +494,7 @@ static int rs_run(const struct kr_opts *o)
 
 	if ((r = lab_build(&lab)))
 		return r;
-	if (kr_pin_self(lab.other) < 0)
+	if (kr_pin(0, lab.other) < 0)
 		return kr_error("cannot pin to CPU %d: %s", lab.other, strerror(errno));
 	for (int i = 0; i < lab.nbh; i++) {
 		struct kr_taskstat ts;
@@ -653,6 +612,66 @@ static int rs_run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "rt_starve",
+	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE | KR_OPT_REPEAT,
+	.metric = "in_p50",
+	.unit = "ms",
+	.threshold = 20,
+	.threshold_min = 1,
+	.threshold_max = 900,
+	.rule = "FAIL when the median RTT of probes sent in the burner window exceeds\n"
+		"  the threshold and --ratio times the median outside it, in every counted\n"
+		"  window; windows where the bottom-half thread was never woken do not count",
+	.duration_s = 1.2,
+	.duration_max_s = 30,
+	.repeat = 3,
+	.run = rs_run,
+};
+
+/* ---- the command line (not in the mail form) ---- */
+
+static const struct kr_option rs_options[] = {
+	KR_ARG_CUSTOM("path", "ksoftirqd|napi", "bottom half on the victim CPU (default ksoftirqd)"),
+	KR_ARG_CUSTOM("window", "DUR", "burner window per repeat, 50ms-900ms (default 500ms)"),
+	KR_ARG_CUSTOM("interval", "DUR", "probe spacing, 1ms-50ms (default 5ms)"),
+	KR_ARG_CUSTOM("prio", "N", "SCHED_FIFO priority of the burner, 1-98 (default 50)"),
+	KR_ARG_CUSTOM("ratio", "X", "in-window median must also be over X x the out-window one (10)"),
+	KR_ARG_CUSTOM("burst", "N", "ksoftirqd path: at most N 61.6 KB UDP GSO datagrams (1000)"),
+	{ .name = NULL }
+};
+
+static int rs_parse(int index, const char *arg)
+{
+	int i;
+
+	switch (index) {
+	case 0:
+		if ((i = kr_parse_choice("--path", arg, "ksoftirqd|napi")) < 0)
+			return -1;
+		opt_napi = i == 1;
+		return 0;
+	case 1:
+		return kr_parse_duration_ns("--window", arg, "ms", 50 * MS, 900 * MS, &opt_window);
+	case 2:
+		return kr_parse_duration_ns("--interval", arg, "ms", 1 * MS, 50 * MS, &opt_interval);
+	case 3:
+		return kr_parse_long("--prio", arg, 1, 98, &opt_prio);
+	case 4:
+		return kr_parse_double("--ratio", arg, 1, 1e6, &opt_ratio);
+	}
+	return kr_parse_long("--burst", arg, 0, 100000, &opt_burst);
+}
+
+static int rs_validate(const struct kr_opts *o)
+{
+	if ((int64_t)(o->duration_s * 1e9) < opt_window + 200 * MS)
+		return kr_usage_error("--duration: must be at least --window + 200ms (%.3f s)",
+				      (double)(opt_window + 200 * MS) / 1e9);
+	if (opt_interval * 4 > opt_window)
+		return kr_usage_error("--interval: at most a quarter of --window");
+	return 0;
+}
+
+static const struct kr_cli cli = {
 	.summary = "an RT task on the packet-processing CPU starves the bottom half",
 	.description =
 		"A veth pair joins two network namespaces; a client sends a UDP probe every\n"
@@ -669,25 +688,12 @@ static const struct kr_prog prog = {
 		"--trigger is --path napi; --mitigate raises ksoftirqd/N or the napi\n"
 		"threads to SCHED_FIFO prio+1 for the run (restored after).",
 	.example = "rt_starve --path napi --mitigate",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE | KR_OPT_REPEAT,
-	.metric = "in_p50",
-	.unit = "ms",
-	.threshold = 20,
-	.threshold_min = 1,
-	.threshold_max = 900,
-	.rule = "FAIL when the median RTT of probes sent in the burner window exceeds\n"
-		"  the threshold and --ratio times the median outside it, in every counted\n"
-		"  window; windows where the bottom-half thread was never woken do not count",
-	.duration_s = 1.2,
-	.duration_max_s = 30,
-	.repeat = 3,
 	.options = rs_options,
 	.parse = rs_parse,
 	.validate = rs_validate,
-	.run = rs_run,
 };
 
 int main(int argc, char **argv)
 {
-	return kr_main(&prog, argc, argv);
+	return kr_main(&prog, &cli, argc, argv);
 }

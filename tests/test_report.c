@@ -165,10 +165,32 @@ static int run(const struct kr_opts *o)
 }
 
 static const struct kr_prog prog = {
-	.name = "demo", .summary = "a test program", .description = "Tests the report.",
-	.example = "demo", .flags = 0, .metric = "throttled", .unit = "%", .threshold = 20,
-	.threshold_min = 0, .threshold_max = 100, .rule = "FAIL when throttled >= 20%",
-	.duration_s = 1, .duration_max_s = 30, .run = run,
+	.name = "demo", .flags = KR_OPT_TRIGGER | KR_OPT_CPUS, .metric = "throttled",
+	.unit = "%", .threshold = 20, .threshold_min = 0, .threshold_max = 100,
+	.rule = "FAIL when throttled >= 20%", .duration_s = 1, .duration_max_s = 30, .run = run,
+};
+
+/* typed options: parsed by lib into their variables, printed back by --mail-params */
+static struct {
+	int64_t period_ns;
+	long n;
+	int shape;
+	bool fast;
+	double ratio;
+} cfg = { .period_ns = -1 };
+
+static const struct kr_option options[] = {
+	KR_ARG_TIME("period", cfg.period_ns, "us", 1000000, 1000000000, "a period"),
+	KR_ARG_LONG("n", "N", cfg.n, 1, 9, "a count"),
+	KR_ARG_CHOICE("shape", "round|square", cfg.shape, "a shape"),
+	KR_ARG_FLAG("fast", cfg.fast, "a flag"),
+	KR_ARG_DOUBLE("ratio", "X", cfg.ratio, 1, 100, "a ratio"),
+	{ .name = NULL },
+};
+
+static const struct kr_cli cli = {
+	.summary = "a test program", .description = "Tests the report.", .example = "demo",
+	.options = options,
 };
 
 static char out[64 * 1024];
@@ -182,7 +204,7 @@ static int run_captured(int argc, char **argv)
 
 	fflush(stdout);
 	dup2(fileno(tmp), STDOUT_FILENO);
-	int code = kr_main(&prog, argc, argv);
+	int code = kr_main(&prog, &cli, argc, argv);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
@@ -335,11 +357,51 @@ static void test_quiet_and_usage(void **state)
 	char *bad4[] = { "demo", "--no-such", NULL };
 	char *bad5[] = { "demo", "stray", NULL };
 	mode = 5; /* would abort() if it ran */
-	assert_int_equal(kr_main(&prog, 3, bad1), 128);
-	assert_int_equal(kr_main(&prog, 3, bad2), 128);
-	assert_int_equal(kr_main(&prog, 3, bad3), 128);
-	assert_int_equal(kr_main(&prog, 2, bad4), 128);
-	assert_int_equal(kr_main(&prog, 2, bad5), 128);
+	assert_int_equal(kr_main(&prog, &cli, 3, bad1), 128);
+	assert_int_equal(kr_main(&prog, &cli, 3, bad2), 128);
+	assert_int_equal(kr_main(&prog, &cli, 3, bad3), 128);
+	assert_int_equal(kr_main(&prog, &cli, 2, bad4), 128);
+	assert_int_equal(kr_main(&prog, &cli, 2, bad5), 128);
+}
+
+/* typed options land in their variables, range-checked; --mail-params prints the run's
+ * parameters as C for the mail form: every shared option, the program options given */
+static void test_typed_options(void **state)
+{
+	char *argv[] = { "demo", "--period", "80ms", "--n", "3", "--shape", "square", "--fast",
+			 "--ratio", "2.5", "--trigger", "--cpus", "0", "--mail-params", NULL };
+	(void)state;
+	mode = 5; /* would abort() if it ran */
+	assert_int_equal(run_captured(14, argv), 0);
+	assert_true(cfg.period_ns == 80000000 && cfg.n == 3 && cfg.shape == 1 && cfg.fast &&
+		    cfg.ratio == 2.5);
+	assert_string_equal(out, "opts.duration_s\t1\t\n"
+				 "opts.threshold\t20\t\n"
+				 "opts.repeat\t1\t\n"
+				 "opts.cpu\t-1\t\n"
+				 "opts.cpus\t{ 1, (int[]){ 0 } }\t--cpus 0\n"
+				 "opts.trigger\ttrue\t--trigger\n"
+				 "opts.mitigate\tfalse\t\n"
+				 "cfg.period_ns\t80000000\t--period 80ms\n"
+				 "cfg.n\t3\t--n 3\n"
+				 "cfg.shape\t1\t--shape square\n"
+				 "cfg.fast\ttrue\t--fast\n"
+				 "cfg.ratio\t2.5\t--ratio 2.5\n");
+	/* out of range, or not a word of the choice: usage errors */
+	char *bad1[] = { "demo", "--n", "10", NULL };
+	char *bad2[] = { "demo", "--period", "1s1", NULL };
+	char *bad3[] = { "demo", "--shape", "oval", NULL };
+	char *bad4[] = { "demo", "--fast=1", NULL };
+	assert_int_equal(kr_main(&prog, &cli, 3, bad1), 128);
+	assert_int_equal(kr_main(&prog, &cli, 3, bad2), 128);
+	assert_int_equal(kr_main(&prog, &cli, 3, bad3), 128);
+	assert_int_equal(kr_main(&prog, &cli, 2, bad4), 128);
+	/* a duration given is a constant of the mail form too; a bare number is in us */
+	char *argv2[] = { "demo", "--duration", "0.25", "--period", "1500", "--mail-params", NULL };
+	assert_int_equal(run_captured(6, argv2), 0);
+	assert_non_null(strstr(out, "opts.duration_s\t0.25\t--duration 0.25\n"));
+	assert_non_null(strstr(out, "cfg.period_ns\t1500000\t--period 1500\n"));
+	assert_null(strstr(out, "cfg.n\t"));
 }
 
 static int setup(void **state)
@@ -364,7 +426,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_checker), cmocka_unit_test(test_text),
 		cmocka_unit_test(test_json),	     cmocka_unit_test(test_tap),
-		cmocka_unit_test(test_quiet_and_usage),
+		cmocka_unit_test(test_quiet_and_usage), cmocka_unit_test(test_typed_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

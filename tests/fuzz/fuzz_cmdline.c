@@ -11,35 +11,51 @@
 #include <getopt.h>
 #include <math.h>
 
-static const struct kr_option options[] = {
-	{ "threads", "N", "worker threads" },
-	{ "flag", NULL, "a flag" },
-	{ NULL, NULL, NULL },
-};
+static struct {
+	long threads;
+	bool flag;
+	int64_t period_ns;
+	int shape;
+	double ratio;
+	uint64_t size;
+} cfg;
 
-static long threads;
+static const struct kr_option options[] = {
+	KR_ARG_LONG("threads", "N", cfg.threads, 1, 64, "worker threads"),
+	KR_ARG_FLAG("flag", cfg.flag, "a flag"),
+	KR_ARG_TIME("period", cfg.period_ns, "us", 1000000, 1000000000, "a period"),
+	KR_ARG_CHOICE("shape", "round|square", cfg.shape, "a shape"),
+	KR_ARG_DOUBLE("ratio", "X", cfg.ratio, 1, 1000, "a ratio"),
+	KR_ARG_SIZE("size", cfg.size, 4096, 1ULL << 40, "a size"),
+	KR_ARG_CUSTOM("custom", "V", "goes to parse()"),
+	{ NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL },
+};
 
 static int parse(int index, const char *arg)
 {
-	if (index == 0)
-		return kr_parse_long("--threads", arg, 1, 64, &threads);
-	FUZZ_CHECK(index == 1 && arg == NULL);
-	return 0;
+	FUZZ_CHECK(index == 6 && arg != NULL);
+	return *arg == 'x' ? kr_usage_error("--custom: no x") : 0;
 }
 
 static int validate(const struct kr_opts *o)
 {
-	cpu_set_t online;
+	struct kr_cpus online;
 
 	kr_online_cpus(&online);
 	FUZZ_CHECK(o->duration_s >= 0.001 && o->duration_s <= 3600);
 	FUZZ_CHECK(!o->threshold_set || (o->threshold >= 0 && o->threshold <= 100));
 	FUZZ_CHECK(o->format == KR_FMT_TEXT || o->format == KR_FMT_JSON || o->format == KR_FMT_TAP);
-	FUZZ_CHECK(o->cpu == -1 || (o->cpu >= 0 && CPU_ISSET(o->cpu, &online)));
+	FUZZ_CHECK(o->cpu == -1 || (o->cpu >= 0 && kr_cpus_has(&online, o->cpu)));
 	FUZZ_CHECK(o->repeat >= 1 && o->repeat <= 100);
 	FUZZ_CHECK(o->wait_s >= 0 && o->wait_s <= 86400);
-	FUZZ_CHECK(!o->cpus_set || CPU_COUNT(&o->cpus) > 0);
-	FUZZ_CHECK(threads >= 0 && threads <= 64);
+	for (int i = 0; i < o->cpus.n; i++)
+		FUZZ_CHECK(kr_cpus_has(&online, o->cpus.cpu[i]));
+	FUZZ_CHECK(cfg.threads >= 0 && cfg.threads <= 64);
+	FUZZ_CHECK(cfg.period_ns == 0 || (cfg.period_ns >= 1000000 && cfg.period_ns <= 1000000000));
+	FUZZ_CHECK(cfg.shape == 0 || cfg.shape == 1);
+	FUZZ_CHECK(cfg.ratio == 0 || (cfg.ratio >= 1 && cfg.ratio <= 1000));
+	FUZZ_CHECK(cfg.size == 0 || (cfg.size >= 4096 && cfg.size <= 1ULL << 40));
+	kr_cpus_free(&online);
 	return -1; /* never run */
 }
 
@@ -49,11 +65,17 @@ static int run(const struct kr_opts *o)
 	abort(); /* validate() always stops before */
 }
 
-static const struct kr_prog prog = {
-	.name = "fuzzprog",
+static const struct kr_cli cli = {
 	.summary = "a program for fuzzing the command line",
 	.description = "Nothing is measured.",
 	.example = "fuzzprog --threads 2",
+	.options = options,
+	.parse = parse,
+	.validate = validate,
+};
+
+static const struct kr_prog prog = {
+	.name = "fuzzprog",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_CPUS | KR_OPT_SEED | KR_OPT_TRIGGER |
 		 KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.metric = "x",
@@ -65,9 +87,6 @@ static const struct kr_prog prog = {
 	.duration_s = 1,
 	.duration_max_s = 30,
 	.repeat = 3,
-	.options = options,
-	.parse = parse,
-	.validate = validate,
 	.run = run,
 };
 
@@ -97,8 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *none[] = { "x", NULL };
 	while (getopt_long(1, none, "", NULL, NULL) != -1)
 		;
-	threads = 0;
-	int code = kr_main(&prog, argc, argv);
+	memset(&cfg, 0, sizeof(cfg));
+	int code = kr_main(&prog, &cli, argc, argv);
 	FUZZ_CHECK(code == 0 || code == 128);
 	free(buf);
 	return 0;

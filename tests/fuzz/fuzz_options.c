@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Description: the option value parsers (kr_parse_long/double/duration_ns/size/cpulist/choice
- * and kr_format_cpulist). The first byte picks the parser and its range; the rest is the
+ * and kr_cpus_list). The first byte picks the parser and its range; the rest is the
  * value. Checked: no memory error, and an accepted value lies within the range asked for; a
- * CPU list holds online CPUs only and survives kr_format_cpulist -> kr_parse_cpulist, and
- * kr_format_cpulist into a short buffer truncates within it.
+ * CPU list holds online CPUs only and survives kr_cpus_list -> kr_parse_cpulist, and
+ * kr_cpus_list into a short buffer truncates within it.
  */
 #include "fuzz.h"
 
@@ -60,22 +60,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	case 4: {
-		cpu_set_t set, online, again;
+		struct kr_cpus set, online, again;
 		char buf[256];
 		kr_online_cpus(&online);
 		if (kr_parse_cpulist("--cpus", s, &set) == 0) {
-			FUZZ_CHECK(CPU_COUNT(&set) > 0);
-			for (int i = 0; i < CPU_SETSIZE; i++)
-				FUZZ_CHECK(!CPU_ISSET(i, &set) || CPU_ISSET(i, &online));
-			kr_format_cpulist(&set, buf, sizeof(buf));
-			FUZZ_CHECK(kr_parse_cpulist("--cpus", buf, &again) == 0 && CPU_EQUAL(&set, &again));
+			FUZZ_CHECK(set.n > 0);
+			for (int i = 0; i < set.n; i++)
+				FUZZ_CHECK(kr_cpus_has(&online, set.cpu[i]));
+			kr_cpus_list(&set, buf, sizeof(buf));
+			FUZZ_CHECK(kr_parse_cpulist("--cpus", buf, &again) == 0 && again.n == set.n &&
+				   !memcmp(again.cpu, set.cpu, sizeof(int) * (size_t)set.n));
+			kr_cpus_free(&again);
 			/* a short buffer truncates, never overflows */
 			size_t len = 1 + (sel / 6) % 8;
 			char *small = malloc(len);
-			kr_format_cpulist(&set, small, len);
+			kr_cpus_list(&set, small, len);
 			FUZZ_CHECK(strlen(small) < len);
 			free(small);
+			kr_cpus_free(&set);
 		}
+		kr_cpus_free(&online);
 		break;
 	}
 	case 5: {

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: the mail form's harness (CONTRACT.md section 8): lib's calls for one run
+ * with constant parameters. The report goes straight to stdout, the verdict line last.
+ * Each change is printed first with the command that undoes it by hand (what a SIGKILL
+ * would leave), kept in memory, and undone in reverse on exit, on SIGINT, SIGTERM, SIGHUP,
+ * on a crash and at the hard time cap (alarm). The full programs link lib's other harness
+ * (main.c, report.c, journal.c, env.c): options, formats, on-disk journal, lock.
+ */
+#include "krepro.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define FORMAT(buf, fmt) do { va_list ap; va_start(ap, fmt); \
+	(void)(fmt ? vsnprintf(buf, sizeof(buf), fmt, ap) : (*buf = 0)); va_end(ap); } while (0)
+
+static const struct kr_prog *the_prog;
+static struct kr_opts *the_opts;
+static char cause_text[4][256];
+static int ncauses;
+
+const struct kr_opts *kr_options(void)
+{
+	return the_opts;
+}
+
+const struct kr_prog *kr_program(void)
+{
+	return the_prog;
+}
+
+double kr_hard_cap_s(void)
+{
+	double cap = the_opts->duration_s * (the_opts->repeat + 2) + 30;
+
+	return (cap > the_prog->duration_max_s ? cap : the_prog->duration_max_s) + 5;
+}
+
+static int param_col; /* the column of the "params:" line being printed; 0: none */
+
+/* ends the params line, if one is open */
+static void params_end(void)
+{
+	if (param_col)
+		putchar('\n'), param_col = 0;
+}
+
+void kr_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	params_end();
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* "params: key=value ..." within 72 columns */
+static void param_word(const char *kv)
+{
+	if (!param_col || param_col + 1 + (int)strlen(kv) > KR_TEXT_WIDTH)
+		param_col = printf(param_col ? "\n       " : "params:") - !!param_col;
+	param_col += printf(" %s", kv);
+}
+
+void kr_param(const char *key, const char *fmt, ...)
+{
+	char v[256], kv[320];
+
+	FORMAT(v, fmt);
+	snprintf(kv, sizeof(kv), "%s=%s", key, v);
+	param_word(kv);
+}
+
+void kr_params(const char *fmt, ...)
+{
+	char text[1024];
+
+	FORMAT(text, fmt);
+	for (char *kv = strtok(text, " "); kv; kv = strtok(NULL, " "))
+		param_word(kv);
+}
+
+void kr_env_standard(const char *const *knobs)
+{
+	struct utsname u;
+
+	(void)knobs; /* the mail carries the environment */
+	params_end();
+	uname(&u);
+	printf("%s (krepro %s mail form): %s %s, %d CPUs\n", the_prog->name, KR_VERSION,
+	       u.release, u.machine, (int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void kr_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", the_prog->name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void kr_cause(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (ncauses < 4)
+		vsnprintf(cause_text[ncauses++], sizeof(*cause_text), fmt, ap);
+	va_end(ap);
+}
+
+/* the verdict line, last: "NAME: VERDICT [why] [metric=V (limit T)] [extra]"; what does not
+ * fit in 72 columns goes into a line above it */
+static int verdict_line(enum kr_verdict v, int code, double value, const char *why,
+			const char *extra)
+{
+	char line[1024], vb[32], tb[32];
+	int n = snprintf(line, 512, "%s: %s%s%s", the_prog->name,
+			 (const char *[]){ "PASS", "FAIL", "SKIP", "ERROR" }[v], *why ? " " : "", why);
+
+	params_end();
+	for (int i = 0; v == KR_FAIL && i < ncauses; i++)
+		printf("known cause: %s\n", cause_text[i]);
+	if (v < KR_SKIP || (v == KR_SKIP && !isnan(value)))
+		n += snprintf(line + n, 256, " %s=%s%s (limit %s%s)", the_prog->metric,
+			      kr_format_value(value, vb, 32), the_prog->unit,
+			      kr_format_value(the_opts->threshold, tb, 32), the_prog->unit);
+	if (*extra && n + strlen(extra) + 1 > KR_TEXT_WIDTH)
+		printf("verdict: %s\n", extra), extra = "";
+	printf("%s%s%s\n", line, *extra ? " " : "", extra);
+	fflush(stdout);
+	return code;
+}
+
+int kr_verdict(enum kr_verdict v, double value, const char *fmt, ...)
+{
+	char extra[512];
+
+	FORMAT(extra, fmt);
+	return verdict_line(v, v == KR_PASS ? 0 : v == KR_FAIL ? 1 : v == KR_SKIP ? 125 : 128,
+			    value, v == KR_SKIP ? "inconclusive" : "", extra);
+}
+
+int kr_skip(int code, const char *fmt, ...)
+{
+	char why[512];
+
+	FORMAT(why, fmt);
+	return verdict_line(KR_SKIP, code, NAN, why, "");
+}
+
+int kr_error(const char *fmt, ...)
+{
+	char why[512];
+
+	FORMAT(why, fmt);
+	return verdict_line(KR_ERROR, KR_EXIT_ERROR, NAN, why, "");
+}
+
+int kr_inconclusive(double value, const char *fmt, ...)
+{
+	char reason[512], why[530];
+
+	FORMAT(reason, fmt);
+	snprintf(why, sizeof(why), "inconclusive (%s)%s", reason, isnan(value) ? "" : ":");
+	return verdict_line(KR_SKIP, KR_EXIT_SKIP, value, why, "");
+}
+
+/* ---- the changes: each entry whole before it counts, read by the signal handler ---- */
+static struct {
+	char kind, path[256], old[64]; /* 'w' write old to path, 'd' rmdir, 'u' unlink,
+				       * 's' sched */
+	int tid, policy, prio;
+} undo_log[32];
+static volatile sig_atomic_t nundo;
+
+static int undo_add(char kind, const char *path, const char *old, const char *how)
+{
+	if (nundo == 32 || strlen(path) >= 256 || strlen(old) >= 64)
+		return errno = ENOSPC, -1;
+	fprintf(stderr, "%s: if killed, undo by hand: %s\n", the_prog->name, how);
+	undo_log[nundo].kind = kind;
+	strcpy(undo_log[nundo].path, path);
+	strcpy(undo_log[nundo].old, old);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return nundo++, 0;
+}
+
+int kr_journal_write_undo(const char *path, const char *value, const char *old)
+{
+	char how[PATH_MAX + 80];
+
+	snprintf(how, sizeof(how), "echo '%s' > %s", old, path);
+	return undo_add('w', path, old, how) ? -1 : kr_write_file(path, value);
+}
+
+int kr_journal_write(const char *path, const char *value)
+{
+	char old[64];
+
+	return kr_read_file(path, old, sizeof(old)) < 0 ? -1
+							: kr_journal_write_undo(path, value, old);
+}
+
+int kr_journal_mkdir(const char *path, mode_t mode)
+{
+	char how[PATH_MAX + 80];
+
+	snprintf(how, sizeof(how), "rmdir %s", path);
+	return undo_add('d', path, "", how) ? -1 : mkdir(path, mode);
+}
+
+int kr_journal_unlink(const char *path)
+{
+	char how[PATH_MAX + 80];
+
+	snprintf(how, sizeof(how), "rm -f %s", path);
+	return undo_add('u', path, "", how);
+}
+
+int kr_journal_sched(pid_t tid, int policy, int prio)
+{
+	char how[PATH_MAX + 80];
+	int old = sched_getscheduler(tid);
+	struct sched_param sp = { 0 };
+
+	if (old < 0 || sched_getparam(tid, &sp))
+		return -1;
+	snprintf(how, sizeof(how), "chrt %s -p %d %d", old == SCHED_FIFO ? "-f" : old ==
+		 SCHED_RR ? "-r" : "-o", sp.sched_priority, (int)tid);
+	undo_log[nundo].tid = tid, undo_log[nundo].policy = old;
+	undo_log[nundo].prio = sp.sched_priority;
+	return undo_add('s', "", "", how) ? -1 : kr_set_sched(tid, policy, prio);
+}
+
+/* undo everything, last first, with async-signal-safe calls only; returns the failures */
+static int undo_all(void)
+{
+	int failed = 0;
+
+	while (nundo > 0) {
+		__typeof__(*undo_log) *u = &undo_log[--nundo];
+		int fd = u->kind == 'w' ? open(u->path, O_WRONLY) : -1, r = -1;
+		if (fd >= 0)
+			r = write(fd, u->old, strlen(u->old)) < 0 ? -1 : 0, close(fd);
+		if (u->kind == 'd')
+			r = kr_cgroup_remove(u->path);
+		if (u->kind == 'u')
+			r = unlink(u->path);
+		if (u->kind == 's')
+			r = kr_set_sched(u->tid, u->policy, u->prio);
+		failed += r < 0 && errno != ENOENT && errno != ESRCH; /* gone with its task */
+	}
+	return failed;
+}
+
+static char stop_msg[128];
+
+static void on_fatal_signal(int sig)
+{
+	undo_all();
+	if (write(STDOUT_FILENO, stop_msg, strlen(stop_msg)) < 0)
+		_exit(128 + sig);
+	_exit(KR_EXIT_ERROR);
+}
+
+int kr_mail_main(const struct kr_prog *p, struct kr_opts *o, int argc, char **argv)
+{
+	the_prog = p, the_opts = o;
+	for (int i = 1; i < argc; i++) {
+		bool t = !strcmp(argv[i], "--trigger"), m = !strcmp(argv[i], "--mitigate");
+		if (!(t && (p->flags & KR_OPT_TRIGGER)) && !(m && (p->flags & KR_OPT_MITIGATE)))
+			return fprintf(stderr, "usage: %s [--trigger] [--mitigate]\n", argv[0]), 128;
+		o->trigger |= t, o->mitigate |= m;
+	}
+	kr_cpus_init();
+	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings)");
+	snprintf(stop_msg, sizeof(stop_msg), "\n%s: ERROR stopped by a signal, its time cap or "
+		 "a crash; changes undone\n", p->name);
+	for (int s = 1; s < 32; s++)
+		if (s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGALRM || s == SIGSEGV ||
+		    s == SIGBUS || s == SIGFPE || s == SIGABRT)
+			signal(s, on_fatal_signal);
+	alarm((unsigned)kr_hard_cap_s() + 1);
+	int code = p->run(o);
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL); /* the undo below is not interrupted */
+	if (undo_all())
+		return fprintf(stderr, "%s: undo the changes above by hand\n", p->name), 128;
+	return code;
+}
