@@ -3,7 +3,8 @@
 # Description: scripts/vm/bisect-kernel's build side without a kernel: a stand-in `make` in
 # a PATH of its own, in a one-commit git tree. Checks: plain gcc when ccache is absent,
 # `ccache gcc` when present, KREPRO_CC wins; every step starts from KREPRO_BISECT_CONFIG
-# (the tree's .config is replaced by it) and the step line names its sha256; a build that
+# (the tree's .config is replaced by it; a tree without one builds too) and the step line
+# names its sha256; a build that
 # fails is 125 with a "does not build" step line; --build-only copies what it built.
 #   tests/bisect_kernel_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
@@ -57,6 +58,18 @@ grep -q 'CC=ccache gcc bzImage' "$tmp/make.log" && ok "ccache present: CC='ccach
 : >"$tmp/make.log"
 step env KREPRO_CC=gcc-10
 grep -q 'CC=gcc-10 bzImage' "$tmp/make.log" && ok "KREPRO_CC=gcc-10 wins" || bad "KREPRO_CC: $(cat "$tmp/make.log")"
+
+# a fresh tree (no .config) with a start config: it builds; with neither: 128
+rm -f .config FAIL
+step env KREPRO_BISECT_CONFIG="$tmp/start.config"
+rc=$?
+[ "$rc" = 0 ] && [ -f .config ] && ok "no .config, a start config: builds" ||
+	bad "no .config, a start config: exit $rc: $(tail -1 "$tmp/err")"
+rm -f .config
+step env
+rc=$?
+[ "$rc" = 128 ] && ok "no .config, no start config: 128" || bad "no .config, no start config: exit $rc"
+echo "# the tree's own" >.config
 
 touch FAIL
 : >"$tmp/steps.txt"
