@@ -34,7 +34,8 @@ cleanup() {
 	if [ -f "$tmp/saved.config" ]; then cp "$tmp/saved.config" "$repo/.config"; else rm -f "$repo/.config"; fi
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # X = base + an option the start config turns on
 g checkout -q -B krepro-drift-demo base
