@@ -77,6 +77,40 @@ step env KREPRO_BISECT_CONFIG="$tmp/start.config"
 rc=$?
 [ "$rc" = 125 ] && ok "a build that fails: 125" || bad "a build that fails: exit $rc"
 grep -q 'does not build, skip (125)' "$tmp/steps.txt" && ok "its step line says so" || bad "step line: $(cat "$tmp/steps.txt")"
+# the run side, with a stand-in vmrun beside a copy of bisect-kernel: a program's SKIP
+# (125) is booted once more, once; the second verdict is the step's
+rm -f FAIL
+mkdir -p "$tmp/kr/scripts/vm"
+cp "$src/scripts/vm/bisect-kernel" "$tmp/kr/scripts/vm/"
+cat >"$tmp/kr/scripts/vmrun" <<EOF
+#!/bin/sh
+# the next exit code from the list; each boot appends one line to boots
+code=\$(head -n1 "$tmp/codes"); sed -i 1d "$tmp/codes"; echo boot >>"$tmp/boots"
+case "\$code" in 0) echo "prog: PASS" ;; 1) echo "prog: FAIL" ;; *) echo "prog: SKIP" ;; esac
+exit "\$code"
+EOF
+chmod +x "$tmp/kr/scripts/vmrun"
+for t in head wc tail; do p=$(command -v "$t") && ln -sf "$p" "$tmp/bin/$t"; done
+runstep() { # CODES... -> the step's exit; boots counted in $tmp/boots
+	printf '%s\n' "$@" >"$tmp/codes"
+	: >"$tmp/boots"
+	PATH=$tmp/bin KREPRO_BISECT_CONFIG="$tmp/start.config" KREPRO_BISECT_STEPS=$tmp/steps.txt \
+		KREPRO_BUILD_LOG=$tmp/build.log "$tmp/kr/scripts/vm/bisect-kernel" -- /bin/true >/dev/null 2>>"$tmp/err"
+}
+boots() { wc -l <"$tmp/boots" | tr -d ' '; }
+runstep 125 0
+rc=$?
+[ "$rc" = 0 ] && [ "$(boots)" = 2 ] && ok "SKIP then PASS: booted twice, exit 0" ||
+	bad "SKIP then PASS: exit $rc, $(boots) boots: $(tail -n3 "$tmp/err")"
+tail -n1 "$tmp/steps.txt" | grep -q 'exit 125,0 ' && ok "its step line: exit 125,0" ||
+	bad "step line: $(tail -n1 "$tmp/steps.txt")"
+runstep 125 125 0
+rc=$?
+[ "$rc" = 125 ] && [ "$(boots)" = 2 ] && ok "SKIP twice: 125 after two boots" ||
+	bad "SKIP twice: exit $rc, $(boots) boots"
+runstep 1 0
+rc=$?
+[ "$rc" = 1 ] && [ "$(boots)" = 1 ] && ok "FAIL: one boot, exit 1" || bad "FAIL: exit $rc, $(boots) boots"
 [ "$fails" = 0 ] && echo "PASS" && exit 0
 echo "FAILED: $fails"
 exit 1
