@@ -746,6 +746,7 @@ static const struct kr_prog prog = {
 	.name = "dio_kworker",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.metric = "ratio",
+	.fail_below = true,
 	.unit = "",
 	.threshold = 0.5,
 	.threshold_min = 0.001,

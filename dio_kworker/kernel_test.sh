@@ -49,7 +49,14 @@ echo "mitigate: $out"
 # SIGINT in the RT test phase (after the 1 s baseline) of a --mitigate run
 "$prog" --wait 120 --dir "$work" --mitigate --duration 1 --quiet >/dev/null 2>&1 &
 pid=$!
-sleep 1.6
+# the RT phase is when --mitigate has raised the kworkers: waited for (not a fixed 1.6 s,
+# which a slow start would spend in the baseline), up to 60 s
+n=0
+while [ -z "$(kworkers_not_other)" ] && kill -0 $pid 2>/dev/null && [ $n -lt 600 ]; do
+	sleep 0.1; n=$((n + 1))
+done
+[ -n "$(kworkers_not_other)" ] && echo "SIGINT in the RT phase, $((n / 10)).$((n % 10)) s after the start" ||
+	bad "SIGINT: the RT phase (kworkers raised) not seen in $((n / 10)).$((n % 10)) s"
 kill -INT $pid
 wait $pid
 rc=$?

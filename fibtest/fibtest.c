@@ -97,7 +97,7 @@ static int setup_group(void)
 	snprintf(path, sizeof(path), "%s/cgroup.type", cg.v2);
 	bool ns_root = cg.v2_cpu && access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg.v2);
-	if (ns_root && kr_read_file(path, busy, sizeof(busy)) > 0)
+	if (ns_root && (kr_read_file(path, busy, sizeof(busy)) > 0 || errno == EFBIG))
 		return kr_skip(129, "processes in cgroup %s (a container?)", cg.v2);
 	/* the largest weight: other load must not look like lost quota */
 	if ((cg.v2_cpu && kr_cgroup_enable(cg.v2, "cpu")) || kr_cgroup_create(group) ||
@@ -250,7 +250,7 @@ static int run(const struct kr_opts *o)
 static const struct kr_prog prog = {
 	.name = "fibtest",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPUS | KR_OPT_TRIGGER | KR_OPT_REPEAT,
-	.metric = "efficiency", .unit = "", .threshold = 0.9, .threshold_max = 2,
+	.metric = "efficiency", .unit = "", .threshold = 0.9, .threshold_max = 2, .fail_below = true,
 	.rule = "FAIL when efficiency (usage / quota) <= threshold in every window "
 		"throttled in >= 20% of periods (others do not count)",
 	.duration_s = 1, .duration_max_s = 30, .repeat = 1, .run = run,

@@ -490,7 +490,7 @@ static int run(const struct kr_opts *o)
 static const struct kr_prog prog = {
 	.name = "ktask_bench",
 	.flags = KR_NEEDS_ROOT | KR_OPT_REPEAT | KR_OPT_TRIGGER,
-	.metric = "gain", .unit = "",
+	.metric = "gain", .unit = "", .fail_below = true,
 	/* serialised ~0 (-0.14-0.16 Intel-hosted, ideal ~2); healthy 0.44-0.98 */
 	.threshold = 0.3, .threshold_min = 0.01, .threshold_max = 1.0,
 	.rule = "FAIL when the gain (speedup(N) - 1) / (ideal(N) - 1) < threshold for\n"

@@ -35,23 +35,32 @@ static bool get_line(const char **p, char *line, size_t len)
 	return n || **p;
 }
 
+/* the first mount of a kind, or one mounted over it later (it hides the first) */
+static void take_mount(char *mnt, char *root, const char *m, const char *r)
+{
+	if (!mnt[0] || !strcmp(mnt, m))
+		strcpy(mnt, m), strcpy(root, r);
+}
+
 int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg)
 {
-	char line[2048], mnt[256], fs[64], opts[1024], *dash;
+	char line[2048], root[256], mnt[256], fs[64], opts[1024], *dash, acct_root[256] = "";
 
 	memset(cg, 0, sizeof(*cg));
 	while (get_line(&mountinfo, line, sizeof(line))) {
-		/* "id parent maj:min root mountpoint options [optional...] - fstype source superopts" */
-		if (!(dash = strstr(line, " - ")) || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		/* "id parent maj:min root mountpoint options [optional...] - fstype source
+		 * superopts"; root: the directory of the hierarchy mounted there */
+		if (!(dash = strstr(line, " - ")) ||
+		    sscanf(line, "%*s %*s %*s %255s %255s", root, mnt) != 2 ||
 		    sscanf(dash + 3, "%63s %*s %1023s", fs, opts) != 2)
 			continue;
 		bool v1 = !strcmp(fs, "cgroup");
-		if (!strcmp(fs, "cgroup2") && !cg->v2[0])
-			strcpy(cg->v2, mnt);
-		if (v1 && has_word(opts, "cpu", ',') && !cg->v1_cpu[0])
-			strcpy(cg->v1_cpu, mnt);
-		if (v1 && has_word(opts, "cpuacct", ',') && !cg->v1_cpuacct[0])
-			strcpy(cg->v1_cpuacct, mnt);
+		if (!strcmp(fs, "cgroup2"))
+			take_mount(cg->v2, cg->v2_root, mnt, root);
+		if (v1 && has_word(opts, "cpu", ','))
+			take_mount(cg->v1_cpu, cg->v1_cpu_root, mnt, root);
+		if (v1 && has_word(opts, "cpuacct", ','))
+			take_mount(cg->v1_cpuacct, acct_root, mnt, root);
 	}
 	return cg->v2[0] || cg->v1_cpu[0] || cg->v1_cpuacct[0] ? 0 : -1;
 }
@@ -162,6 +171,8 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
 {
 	char line[1024], *c1, *c2;
 	bool v1 = cg->v1_cpu[0];
+	const char *root = v1 ? cg->v1_cpu_root : cg->v2_root;
+	size_t rlen = strcmp(root, "/") ? strlen(root) : 0;
 
 	*file = *group = 0;
 	while (get_line(&proc_cgroup, line, sizeof(line))) {
@@ -172,9 +183,15 @@ int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, cha
 		*c2++ = 0;
 		if (v1 ? !has_word(c1, "cpu", ',') : *c1 || !cg->v2[0])
 			continue;
-		snprintf(file, flen, "%s%s%scpu.rt_runtime_us", v1 ? cg->v1_cpu : cg->v2, c2,
-			 c2[1] ? "/" : "");
 		snprintf(group, glen, "%s", c2);
+		/* the path is the hierarchy's; the mount shows it from its root (a container's
+		 * /docker/ID): a group outside that root is not in reach */
+		if (strncmp(c2, root, rlen) || (c2[rlen] && c2[rlen] != '/'))
+			return -1;
+		c2 += rlen;
+		if (snprintf(file, flen, "%s%s/cpu.rt_runtime_us", v1 ? cg->v1_cpu : cg->v2,
+			     strcmp(c2, "/") ? c2 : "") >= (int)flen)
+			return *file = 0, -1; /* a path cut short names another file */
 		return v1 ? 1 : 2;
 	}
 	return -1;

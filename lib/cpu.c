@@ -24,12 +24,11 @@ void kr_cpus_free(struct kr_cpus *s)
 /* append cpu (callers keep the list ascending) */
 static int add_cpu(struct kr_cpus *s, int cpu)
 {
-	if (!s->n || (s->n >= 8 && !(s->n & (s->n - 1)))) { /* capacity 8, then doubling */
-		int *c = realloc(s->cpu, sizeof(int) * (size_t)(s->n ? 2 * s->n : 8));
-		if (!c)
-			return -1;
-		s->cpu = c;
-	}
+	int *c = s->n % 64 ? s->cpu : realloc(s->cpu, sizeof(int) * (size_t)(s->n + 64));
+
+	if (!c)
+		return -1;
+	s->cpu = c;
 	s->cpu[s->n++] = cpu;
 	return 0;
 }
@@ -125,47 +124,35 @@ char *kr_cpus_mask(const struct kr_cpus *s, int nbits, char *buf, size_t len)
 	return buf;
 }
 
-/* A cpu_set_t as large as the kernel's cpumask (sched_getaffinity refuses a smaller one). */
-static cpu_set_t *alloc_set(int ncpus, size_t *size)
+/* a cpu_set_t of the CPUs in s (CPU_ALLOC: any CPU number) */
+static cpu_set_t *set_of(const struct kr_cpus *s, size_t *size)
 {
-	cpu_set_t *set = CPU_ALLOC(ncpus);
+	int n = s->n ? s->cpu[s->n - 1] + 1 : 1;
+	cpu_set_t *set = CPU_ALLOC(n);
 
-	*size = CPU_ALLOC_SIZE(ncpus);
+	*size = CPU_ALLOC_SIZE(n);
 	if (set)
 		CPU_ZERO_S(*size, set);
+	for (int i = 0; set && i < s->n; i++)
+		CPU_SET_S(s->cpu[i], *size, set);
 	return set;
 }
 
 int kr_affinity_get(pid_t tid, struct kr_cpus *out)
 {
-	size_t size;
-	int n = kr_nr_cpu_ids() > 64 ? kr_nr_cpu_ids() : 64;
-
 	*out = (struct kr_cpus){ 0, NULL };
-	for (;; n *= 2) { /* possible may understate the kernel's mask size: grow */
-		cpu_set_t *set = alloc_set(n, &size);
-		if (!set)
-			return -1;
-		if (sched_getaffinity(tid, size, set) == 0) {
-			for (int c = 0; c < n; c++)
-				if (CPU_ISSET_S(c, size, set) && add_cpu(out, c) < 0)
-					break;
-			CPU_FREE(set);
-			return out->n;
-		}
+	for (int n = 1024; n <= KR_MAX_CPUS; n *= 2) { /* as large as the kernel's cpumask */
+		size_t size = CPU_ALLOC_SIZE(n);
+		cpu_set_t *set = CPU_ALLOC(n);
+		int r = set ? sched_getaffinity(tid, size, set) : -1;
+		for (int c = 0; r == 0 && c < n; c++)
+			if (CPU_ISSET_S(c, size, set) && add_cpu(out, c))
+				r = -1;
 		CPU_FREE(set);
-		if (errno != EINVAL || n >= KR_MAX_CPUS)
-			return -1;
+		if (r == 0 || errno != EINVAL)
+			return r ? -1 : out->n;
 	}
-}
-
-static cpu_set_t *set_of(const struct kr_cpus *s, size_t *size)
-{
-	cpu_set_t *set = alloc_set(s->n ? s->cpu[s->n - 1] + 1 : 1, size);
-
-	for (int i = 0; set && i < s->n; i++)
-		CPU_SET_S(s->cpu[i], *size, set);
-	return set;
+	return -1;
 }
 
 int kr_affinity_set(pid_t tid, const struct kr_cpus *s)
@@ -257,9 +244,10 @@ int kr_usable_cpus(struct kr_cpus *out)
 {
 	if (!start_aff.n)
 		return kr_affinity_get(0, out);
-	*out = (struct kr_cpus){ 0, NULL };
-	for (int i = 0; i < start_aff.n; i++)
-		kr_cpus_add(out, start_aff.cpu[i]);
+	*out = (struct kr_cpus){ start_aff.n, malloc(sizeof(int) * (size_t)start_aff.n) };
+	if (!out->cpu)
+		return out->n = 0;
+	memcpy(out->cpu, start_aff.cpu, sizeof(int) * (size_t)out->n);
 	return out->n;
 }
 

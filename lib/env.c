@@ -5,6 +5,7 @@
  */
 #include "krepro.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,10 +14,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-/* the file's content, or dflt when it cannot be read */
+/* the file's content (cut to len), or dflt when it cannot be read */
 static char *file_or(const char *path, char *buf, size_t len, const char *dflt)
 {
-	if (kr_read_file(path, buf, len) < 0)
+	if (kr_read_file(path, buf, len) < 0 && errno != EFBIG)
 		snprintf(buf, len, "%s", dflt);
 	return buf;
 }
@@ -208,22 +209,55 @@ static void env_memory(void)
 	       (unsigned long long)(total / 1024));
 }
 
+static int cmp_node(const void *a, const void *b)
+{
+	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+char *kr_numa_summary(const char *dir)
+{
+	char p[600], *online, *cpus, *out = NULL, *end;
+	int *nodes = NULL, n = 0, *more;
+	size_t len = 0;
+	struct dirent *e;
+	DIR *d;
+
+	dir = dir ? dir : "/sys/devices/system/node";
+	snprintf(p, sizeof(p), "%s/online", dir);
+	if (!(online = kr_read_text(p)) || !(d = opendir(dir)))
+		return free(online), NULL;
+	/* the nodeN directories: numbers may be sparse, up to MAX_NUMNODES (1024 on x86) */
+	while ((e = readdir(d))) {
+		long v = strncmp(e->d_name, "node", 4) ? -1 : strtol(e->d_name + 4, &end, 10);
+		if (v >= 0 && !*end && end > e->d_name + 4 && v <= INT32_MAX &&
+		    (more = realloc(nodes, (size_t)(n + 1) * sizeof(*nodes))))
+			nodes = more, nodes[n++] = (int)v;
+	}
+	closedir(d);
+	qsort(nodes, (size_t)n, sizeof(*nodes), cmp_node);
+	FILE *f = open_memstream(&out, &len);
+	if (f) {
+		fprintf(f, "nodes %.*s;", (int)strcspn(online, "\n"), online);
+		for (int i = 0; i < n; i++) {
+			snprintf(p, sizeof(p), "%s/node%d/cpulist", dir, nodes[i]);
+			cpus = kr_read_text(p);
+			int c = cpus ? (int)strcspn(cpus, "\n") : 0; /* a node of memory only */
+			fprintf(f, " node%d:cpus %.*s", nodes[i], c ? c : 4, c ? cpus : "none");
+			free(cpus);
+		}
+		fclose(f);
+	}
+	free(nodes);
+	free(online);
+	return out;
+}
+
 static void env_numa(void)
 {
-	char online[64], line[512] = "";
-	size_t o = 0;
+	char *s = kr_numa_summary(NULL);
 
-	if (kr_read_file("/sys/devices/system/node/online", online, sizeof(online)) < 0) {
-		kr_env("numa", "(no NUMA information)");
-		return;
-	}
-	for (int n = 0; n < 64 && o < sizeof(line) - 64; n++) {
-		char p[96], cpus[128];
-		snprintf(p, sizeof(p), "/sys/devices/system/node/node%d/cpulist", n);
-		if (kr_read_file(p, cpus, sizeof(cpus)) >= 0)
-			o += (size_t)snprintf(line + o, sizeof(line) - o, " node%d:cpus %s", n, cpus);
-	}
-	kr_env("numa", "nodes %s;%s", online, line);
+	kr_env("numa", "%s", s ? s : "(no NUMA information)");
+	free(s);
 }
 
 static void env_virt(void)
@@ -287,17 +321,126 @@ static void env_add_knob(const char *spec)
 	}
 }
 
+/* the value of the first "key<tabs>: value" line of /proc/cpuinfo, its length in *n */
+static const char *cpuinfo_value(const char *text, const char *key, int *n)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *q = strncmp(p, key, k) ? NULL : p + k + strspn(p + k, " \t");
+		if (q && *q == ':') {
+			q += 1 + strspn(q + 1, " \t");
+			*n = (int)strcspn(q, "\n");
+			return *n ? q : NULL;
+		}
+	}
+	return NULL;
+}
+
+struct id_name {
+	unsigned id;
+	const char *name;
+};
+
+static const char *id_name(const struct id_name *t, size_t n, unsigned id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].id == id)
+			return t[i].name;
+	return NULL;
+}
+
+/* arm64: "CPU implementer" and "CPU part" (arch/arm64/include/asm/cputype.h) */
+static const struct id_name arm_makers[] = { { 0x41, "ARM" }, { 0x42, "Broadcom" },
+	{ 0x43, "Cavium" }, { 0x46, "Fujitsu" }, { 0x48, "HiSilicon" }, { 0x4e, "NVIDIA" },
+	{ 0x50, "APM" }, { 0x51, "Qualcomm" }, { 0x61, "Apple" }, { 0x6d, "Microsoft" },
+	{ 0xc0, "Ampere" } };
+static const struct id_name arm_parts[] = { /* implementer << 12 | part */
+	{ 0x41d03, "Cortex-A53" }, { 0x41d04, "Cortex-A35" }, { 0x41d05, "Cortex-A55" },
+	{ 0x41d07, "Cortex-A57" }, { 0x41d08, "Cortex-A72" }, { 0x41d09, "Cortex-A73" },
+	{ 0x41d0a, "Cortex-A75" }, { 0x41d0b, "Cortex-A76" }, { 0x41d0c, "Neoverse-N1" },
+	{ 0x41d0d, "Cortex-A77" }, { 0x41d40, "Neoverse-V1" }, { 0x41d41, "Cortex-A78" },
+	{ 0x41d44, "Cortex-X1" }, { 0x41d46, "Cortex-A510" }, { 0x41d47, "Cortex-A710" },
+	{ 0x41d48, "Cortex-X2" }, { 0x41d49, "Neoverse-N2" }, { 0x41d4f, "Neoverse-V2" },
+	{ 0x41d80, "Cortex-A520" }, { 0x41d81, "Cortex-A720" }, { 0x41d82, "Cortex-X4" },
+	{ 0x41d84, "Neoverse-V3" }, { 0x41d8e, "Neoverse-N3" }, { 0x430af, "ThunderX2" },
+	{ 0x46001, "A64FX" }, { 0x48d01, "TSV110" }, { 0x4e004, "Carmel" },
+	{ 0xc0ac3, "AmpereOne" }, { 0xc0ac4, "AmpereOne-A" } };
+#define NITEMS(t) (sizeof(t) / sizeof(*(t)))
+
+static void buf_add(char *buf, size_t len, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + *o, len - *o, fmt, ap);
+	va_end(ap);
+	*o = n < 0 ? *o : *o + (size_t)n < len ? *o + (size_t)n : len - 1; /* cut */
+}
+
+/* every kind of core, in the order of the CPUs: "ARM Cortex-A55 + ARM Cortex-A76" */
+static size_t arm64_model(const char *text, char *buf, size_t len)
+{
+	unsigned seen[16], imp, part;
+	size_t n = 0, o = 0;
+	const char *q;
+
+	for (const char *p = text; p && (p = strstr(p, "CPU implementer")) &&
+				   n < NITEMS(seen); p++) {
+		if (sscanf(p, "CPU implementer : %x", &imp) != 1 || !(q = strstr(p, "CPU part")) ||
+		    sscanf(q, "CPU part : %x", &part) != 1)
+			continue;
+		unsigned id = imp << 12 | (part & 0xfff);
+		size_t i = 0;
+		while (i < n && seen[i] != id)
+			i++;
+		if (i < n)
+			continue;
+		const char *maker = id_name(arm_makers, NITEMS(arm_makers), imp);
+		const char *name = id_name(arm_parts, NITEMS(arm_parts), id);
+		seen[n++] = id;
+		buf_add(buf, len, &o, "%s", o ? " + " : "");
+		if (maker && name)
+			buf_add(buf, len, &o, "%s %s", maker, name);
+		else if (maker)
+			buf_add(buf, len, &o, "%s part 0x%03x", maker, part);
+		else
+			buf_add(buf, len, &o, "implementer 0x%02x part 0x%03x", imp, part);
+	}
+	return o;
+}
+
+char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, size_t len)
+{
+	/* arm64; MIPS, POWER, RISC-V, s390; 32-bit ARM's board */
+	static const char *const keys[] = { "cpu model", "cpu", "uarch", "vendor_id", "Hardware" };
+	int n = 0;
+	const char *v = cpuinfo_value(cpuinfo, "model name", &n);
+
+	snprintf(buf, len, "%.*s", n, v ? v : "");
+	if (!v && !arm64_model(cpuinfo, buf, len))
+		for (size_t i = 0; !v && i < NITEMS(keys); i++)
+			if ((v = cpuinfo_value(cpuinfo, keys[i], &n)))
+				snprintf(buf, len, "%.*s", n, v);
+	if (dt_model && *dt_model) {
+		size_t o = strlen(buf);
+		snprintf(buf + o, len - o, o ? " (%s)" : "%s", dt_model);
+	}
+	if (!*buf)
+		snprintf(buf, len, "unknown");
+	return buf;
+}
+
 void kr_env_standard(const char *const *knobs)
 {
 	struct utsname u;
-	char *text = kr_read_text("/proc/cpuinfo"), *p = text ? strstr(text, "model name") : NULL;
+	char *text = kr_read_text("/proc/cpuinfo"), model[256], dt[128] = "";
 
-	if (p && (p = strchr(p, ':')))
-		p += 1 + strspn(p + 1, " \t");
+	kr_read_file("/sys/firmware/devicetree/base/model", dt, sizeof(dt)); /* cut: fine */
 	uname(&u);
 	kr_env("kernel", "%s %s", u.release, u.machine);
-	kr_env("cpu", "%d x %.*s", kr_nr_cpus_online(), p ? (int)strcspn(p, "\n") : 7,
-	       p ? p : "unknown");
+	kr_env("cpu", "%d x %s", kr_nr_cpus_online(), kr_cpu_model_from(text, dt, model,
+									    sizeof(model)));
 	free(text);
 	for (; knobs && *knobs; knobs++)
 		env_add_knob(*knobs);

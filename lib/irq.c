@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 int kr_interrupts_header(const char *line, int *col_cpu, int max)
@@ -108,8 +109,9 @@ int kr_irq_name(int irq, char *buf, size_t len)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/sys/kernel/irq/%d/actions", irq);
-	if (kr_read_file(path, buf, len) > 0)
-		return 0;
+	int n = kr_read_file(path, buf, len);
+	if (n > 0 || (n < 0 && errno == EFBIG))
+		return 0; /* a shared IRQ's list of actions, cut to len */
 	*buf = 0;
 	return interrupts_find(irq, NULL, 0, buf, len) == 0 && *buf ? 0 : -1;
 }
@@ -136,32 +138,132 @@ int kr_irq_list(int *irqs, int max)
 	return n;
 }
 
-/* ---- softirqs in threads ---- */
+/* ---- what this kernel runs in threads ---- */
 
-bool kr_cmdline_has(const char *cmdline, const char *word)
+/* The next parameter of a kernel command line, split as the kernel's next_arg() does
+ * (quotes keep spaces); false at the end, and at "--": what follows is init's. */
+static bool next_param(const char **p, const char **arg, size_t *len)
 {
-	size_t n = strlen(word);
+	const char *s = *p + strspn(*p, " \t\n");
+	size_t n = 0;
 
-	for (const char *p = cmdline; p && (p = strstr(p, word)); p++)
-		if ((p == cmdline || p[-1] == ' ') && strchr(" \n", p[n]))
+	for (bool quoted = false; s[n] && (quoted || !isspace((unsigned char)s[n])); n++)
+		quoted ^= s[n] == '"';
+	*p = s + n, *arg = s, *len = n;
+	return n && (n != 2 || strncmp(s, "--", 2));
+}
+
+/* cmdline has name as a whole parameter: exactly, or (early) as an early_param() takes
+ * it: with any value or none, '-' as '_' (parameq()), in quotes */
+static bool has_param(const char *cmdline, const char *name, bool early)
+{
+	const char *a;
+	size_t n, i;
+
+	while (cmdline && next_param(&cmdline, &a, &n)) {
+		bool q = early && *a == '"';
+		for (a += q, n -= q, i = 0; i < n && name[i] && (a[i] == name[i] ||
+		     (early && strchr("-_", a[i]) && strchr("-_", name[i]))); i++)
+			;
+		if (!name[i] && (i == n || (early && (a[i] == '=' ||
+						      (q && a[i] == '"' && i + 1 == n)))))
 			return true;
+	}
 	return false;
 }
 
-const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime)
+bool kr_cmdline_has(const char *cmdline, const char *word)
 {
-	if (realtime && atoi(realtime) == 1)
-		return "PREEMPT_RT: softirqs always run in threads";
-	if (kr_cmdline_has(cmdline, "threadirqs"))
+	return has_param(cmdline, word, false);
+}
+
+/* "6.12.117+deb12-rt-amd64" is at least major.minor; true when it cannot be told */
+static bool release_at_least(const char *release, int major, int minor)
+{
+	int a, b;
+	return !release || sscanf(release, "%d.%d", &a, &b) != 2 || a > major ||
+	       (a == major && b >= minor);
+}
+
+const char *kr_preempt_rt(const struct kr_kernel *k)
+{
+	char v[8];
+
+	/* the build's flags: "#1 SMP PREEMPT_RT Debian ..." (init/Makefile); "SMP PREEMPT RT"
+	 * in the RT patches of 4.x */
+	if (k->version && (has_param(k->version, "PREEMPT_RT", false) ||
+			   strstr(k->version, " PREEMPT RT ")))
+		return "uname -v";
+	if (k->realtime && atoi(k->realtime) == 1)
+		return "/sys/kernel/realtime"; /* the RT patch queue's; mainline has none */
+	if (k->config && kr_kconfig_parse(k->config, "CONFIG_PREEMPT_RT", v, sizeof(v)) &&
+	    !strcmp(v, "y"))
+		return "CONFIG_PREEMPT_RT=y";
+	return NULL;
+}
+
+const char *kr_softirq_threaded_from(const struct kr_kernel *k)
+{
+	static char why[96];
+	const char *rt = kr_preempt_rt(k);
+	char v[8];
+
+	if (rt)
+		return snprintf(why, sizeof(why), "PREEMPT_RT (%s): softirqs always run in "
+				"threads", rt), why;
+	/* kernel/irq/manage.c: no threadirqs parameter without IRQ_FORCED_THREADING */
+	if (has_param(k->cmdline, "threadirqs", true) &&
+	    (!k->config || kr_kconfig_parse(k->config, "CONFIG_IRQ_FORCED_THREADING", v,
+					    sizeof(v))))
 		return "threadirqs: irq exit leaves every softirq to ksoftirqd";
 	return NULL;
 }
 
+const char *kr_backlog_threaded_from(const struct kr_kernel *k)
+{
+	static char why[96];
+	const char *rt = kr_preempt_rt(k);
+
+	/* net/core/dev.c, use_backlog_threads() (v6.10): true on PREEMPT_RT, else with the
+	 * early parameter thread_backlog_napi */
+	if (!release_at_least(k->release, 6, 10))
+		return NULL;
+	if (rt)
+		return snprintf(why, sizeof(why), "PREEMPT_RT (%s): the RPS backlog runs in "
+				"backlog_napi/N", rt), why;
+	if (has_param(k->cmdline, "thread_backlog_napi", true))
+		return "thread_backlog_napi: the RPS backlog runs in backlog_napi/N";
+	return NULL;
+}
+
+const struct kr_kernel *kr_kernel_self(void)
+{
+	static struct utsname u;
+	static char rt[16];
+	static struct kr_kernel k;
+
+	if (!k.release && uname(&u) == 0)
+		k = (struct kr_kernel){ .release = u.release, .version = u.version,
+			.cmdline = kr_read_text("/proc/cmdline"), .config = kr_kconfig_text(),
+			.realtime = kr_read_file("/sys/kernel/realtime", rt, sizeof(rt)) < 0 ? NULL
+											     : rt };
+	return &k;
+}
+
 const char *kr_softirq_threaded(void)
 {
-	static char cmdline[4096], realtime[16];
-	bool rt = kr_read_file("/sys/kernel/realtime", realtime, sizeof(realtime)) >= 0;
+	return kr_softirq_threaded_from(kr_kernel_self());
+}
 
-	kr_read_file("/proc/cmdline", cmdline, sizeof(cmdline));
-	return kr_softirq_threaded_from(cmdline, rt ? realtime : NULL);
+const char *kr_backlog_threaded(void)
+{
+	const char *why = kr_backlog_threaded_from(kr_kernel_self());
+	pid_t t;
+
+	/* the threads themselves, where kernel threads are visible (not in a PID namespace) */
+	if (kr_find_kthreads("kthreadd", &t, 1) != 1)
+		return why;
+	if (kr_find_kthreads("backlog_napi/*", &t, 1) != 1)
+		return NULL;
+	return why ? why : "backlog_napi/N threads exist: the RPS backlog runs in them";
 }

@@ -237,8 +237,9 @@ int kr_journal_restore_stale(int *failed)
 		char path[600], head[160], prog[64] = "?";
 		unsigned long long st = 0, now;
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
+		/* the first line is enough: EFBIG (the rest did not fit) is no error here */
 		if (sscanf(e->d_name, "journal.%d", &pid) != 1 || pid == getpid() ||
-		    kr_read_file(path, head, sizeof(head)) < 0)
+		    (kr_read_file(path, head, sizeof(head)) < 0 && errno != EFBIG))
 			continue;
 		sscanf(head, "krepro-journal\t%*d\t%llu\t%63s", &st, prog);
 		if ((now = task_starttime(pid)) && (!st || now == st))

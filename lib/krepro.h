@@ -37,8 +37,10 @@ enum kr_exit {
 	KR_EXIT_SKIP = 125,	   /* the kernel cannot run it, or inconclusive: bisect skip */
 	KR_EXIT_ERROR = 128,	   /* bad usage or tool failure: bisect abort */
 	KR_EXIT_SKIP_MACHINE = 129, /* this machine/user cannot run it: bisect abort */
-	KR_EXIT_KSFT_SKIP = 4	   /* kselftest mode only: 125 and 129 become kselftest's SKIP */
 };
+#ifndef KR_MAIL
+#define KR_EXIT_KSFT_SKIP 4 /* kselftest mode only: 125 and 129 become kselftest's SKIP */
+#endif
 
 enum kr_verdict { KR_PASS, KR_FAIL, KR_SKIP, KR_ERROR };
 
@@ -66,35 +68,14 @@ enum {
 	KR_OPT_REPEAT = 1 << 6,	 /* program takes --repeat N */
 };
 
-struct kr_opts; /* the shared options, below */
-
-/* The phenomenon: what both harnesses need (lib's full one, and the mail form's). */
-struct kr_prog {
-	const char *name;	 /* "fibtest" */
-	unsigned flags;		 /* KR_NEEDS_ROOT | KR_OPT_... */
-	/* the metric of the verdict */
-	const char *metric;	 /* "efficiency" */
-	const char *unit;	 /* "%", "us", "" */
-	double threshold;	 /* default threshold */
-	double threshold_min, threshold_max;
-	const char *rule;	 /* "FAIL when efficiency <= threshold ..." */
-	/* duration: default and hard cap without an explicit --duration */
-	double duration_s, duration_max_s;
-	int repeat;		 /* default --repeat (with KR_OPT_REPEAT) */
-	/* The measurement. Returns an exit code from kr_verdict()/kr_skip()/kr_error(). */
-	int (*run)(const struct kr_opts *o);
-};
-
 /* The shared options (CONTRACT.md section 6). */
 struct kr_opts {
-	double duration_s;
-	double threshold;
+	double duration_s, threshold;
 	int repeat;
-	int cpu;		/* -1 when not given */
-	struct kr_cpus cpus;	/* n == 0 when not given */
-	unsigned long long seed; /* 0 when not given */
-	bool trigger, mitigate;
-	bool quiet;
+	int cpu;		  /* -1 when not given */
+	struct kr_cpus cpus;	  /* n == 0 when not given */
+	unsigned long long seed;  /* 0 when not given */
+	bool trigger, mitigate, quiet;
 #ifndef KR_MAIL
 	bool duration_set, threshold_set;
 	const char *csv;
@@ -106,6 +87,22 @@ struct kr_opts {
 	 * kselftest_timeout to every test): TAP by default, SKIP exits 4 */
 	bool kselftest;
 #endif
+};
+
+/* The phenomenon: what both harnesses need (lib's full one, and the mail form's). */
+struct kr_prog {
+	const char *name;		  /* "fibtest" */
+	unsigned flags;			  /* KR_NEEDS_ROOT | KR_OPT_... */
+	const char *metric, *unit;	  /* of the verdict: "efficiency", "" */
+	double threshold, threshold_min, threshold_max; /* the default, and its range */
+	/* FAIL lies below the threshold (else above): the verdict line's metric is on the
+	 * PASS side of it in a PASS, on the FAIL side in a FAIL */
+	bool fail_below;
+	const char *rule;		  /* "FAIL when efficiency <= threshold ..." */
+	double duration_s, duration_max_s; /* the default, and the hard cap without --duration */
+	int repeat;			  /* default --repeat (with KR_OPT_REPEAT) */
+	/* The measurement. Returns an exit code from kr_verdict()/kr_skip()/kr_error(). */
+	int (*run)(const struct kr_opts *o);
 };
 
 #ifndef KR_MAIL
@@ -273,8 +270,9 @@ double kr_percentile(const double *sorted, size_t n, double p);
 void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins, size_t *bins);
 
 /* ---- files, /proc and /sys ---- */
-/* read a whole small file into buf (NUL-terminated, trailing newline stripped); returns the
- * length read (0 for an empty file), or -1 with errno */
+/* read a whole file into buf, up to EOF (NUL-terminated, trailing newlines stripped);
+ * returns the length (0 for an empty file), or -1 with errno: EFBIG when it does not fit
+ * in len - 1 bytes (buf then holds the first len - 1); files of any size: kr_read_text */
 int kr_read_file(const char *path, char *buf, size_t len);
 int kr_read_u64(const char *path, uint64_t *out);
 int kr_write_file(const char *path, const char *value); /* one write(); -1 with errno */
@@ -326,7 +324,8 @@ char *kr_read_text(const char *path);
 /* ---- interrupts: /sys/kernel/irq/N/ first, /proc/interrupts where it is missing ---- */
 /* IRQ numbers, ascending; returns how many (at most max), -1 when neither is readable */
 int kr_irq_list(int *irqs, int max);
-/* the action name(s) of an IRQ ("virtio1-req.0", "nvme0q1"); -1 when it has none */
+/* the action name(s) of an IRQ ("virtio1-req.0", "nvme0q1"), cut to len; -1 when it has
+ * none */
 int kr_irq_name(int irq, char *buf, size_t len);
 /* interrupt counts of an IRQ by CPU number (per_cpu[cpu], max entries, zeroed first) */
 int kr_irq_counts(int irq, uint64_t *per_cpu, int max);
@@ -340,21 +339,40 @@ int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
 		       uint64_t *per_cpu, int max, char *name, size_t nlen);
 
 /* cmdline (/proc/cmdline's text) has word as a whole parameter ("threadirqs",
- * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0") */
+ * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0"), nor after "--"
+ * (init's arguments) */
 bool kr_cmdline_has(const char *cmdline, const char *word);
+/* The running kernel as it describes itself (tests describe recorded ones) */
+struct kr_kernel {
+	const char *release;  /* uname -r: "6.12.117+deb12-rt-amd64" */
+	const char *version;  /* uname -v: "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 ..." */
+	const char *cmdline;  /* /proc/cmdline */
+	const char *realtime; /* /sys/kernel/realtime (RT patch queue only); NULL: absent */
+	const char *config;   /* its config text (kr_kconfig_text); NULL: none readable */
+};
+const struct kr_kernel *kr_kernel_self(void);
+/* PREEMPT_RT: where the kernel says so ("uname -v", "/sys/kernel/realtime",
+ * "CONFIG_PREEMPT_RT=y"), else NULL. Mainline RT (6.12+) has no /sys/kernel/realtime. */
+const char *kr_preempt_rt(const struct kr_kernel *k);
 /* When every softirq of this kernel runs in a thread (ksoftirqd, not irq exit), the cause in
- * words ("PREEMPT_RT: ...", "threadirqs: ..."), else NULL: PREEMPT_RT (/sys/kernel/realtime
- * is 1) or threadirqs on the kernel command line. */
+ * words ("PREEMPT_RT (uname -v): ...", "threadirqs: ..."), else NULL: PREEMPT_RT, or
+ * threadirqs on the command line (an early parameter: any value; IRQ_FORCED_THREADING) */
 const char *kr_softirq_threaded(void);
-/* the same from cmdline (/proc/cmdline's text) and realtime (/sys/kernel/realtime's text,
- * NULL: absent), for tests */
-const char *kr_softirq_threaded_from(const char *cmdline, const char *realtime);
+const char *kr_softirq_threaded_from(const struct kr_kernel *k);
+/* When the RPS backlog of this kernel runs in the backlog_napi/N threads, not in NET_RX,
+ * the cause in words ("PREEMPT_RT (...): ...", "thread_backlog_napi: ..."), else NULL:
+ * v6.10+ with PREEMPT_RT or thread_backlog_napi on the command line (net/core/dev.c,
+ * use_backlog_threads()). Where kernel threads are visible, backlog_napi/N must exist. */
+const char *kr_backlog_threaded(void);
+const char *kr_backlog_threaded_from(const struct kr_kernel *k);
 
 /* Kernel config: value of "CONFIG_X" ("y", "m", "250", ...) into buf; returns 1 if set, 0 if
  * "is not set" or absent, -1 if no config is readable (/proc/config.gz, /boot/config-R). */
 int kr_kconfig(const char *option, char *buf, size_t len);
 /* parse the same from config text (for tests) */
 int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len);
+/* the whole config text of the running kernel, read once; NULL if none is readable */
+const char *kr_kconfig_text(void);
 
 /* ---- memory the kernel clears (lib/mem.c) ---- */
 #define KR_HPAGE_POOL "/sys/kernel/mm/hugepages/hugepages-2048kB/" /* the 2 MiB pool */
@@ -502,8 +520,12 @@ struct kr_cgroups {
 	bool v2_cpu;	       /* cpu controller available on v2 */
 	char v1_cpu[256];      /* v1 hierarchy holding "cpu", "" if none */
 	char v1_cpuacct[256];  /* v1 hierarchy holding "cpuacct" ("" if none; may equal v1_cpu) */
+	/* the directory of the hierarchy each is mounted from: "/", or in a container
+	 * "/docker/ID" (/proc/self/cgroup's paths are the hierarchy's, not the mount's) */
+	char v2_root[256], v1_cpu_root[256];
 };
-/* from /proc/self/mountinfo (text given for tests; NULL reads the real one) */
+/* from /proc/self/mountinfo (text given for tests; NULL reads the real one); of mounts at
+ * one place, the last (it hides the others) */
 int kr_cgroups_parse(const char *mountinfo, struct kr_cgroups *cg);
 int kr_cgroups_find(struct kr_cgroups *cg);
 /* mkdir the group, journaled; checks that it is a real cgroup (cgroup.procs exists) */
@@ -524,7 +546,8 @@ int kr_cgroup_attach_pid(const char *path, pid_t pid);
  * for want of CAP_SYS_NICE; 128 on other errors. Call it before changing anything. */
 int kr_rt_check(int prio, char *reason, size_t len);
 /* the cpu.rt_runtime_us file of the caller's group from /proc/self/cgroup text: returns 1
- * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1; group: the cgroup path */
+ * (v1 cpu hierarchy), 2 (v2: the file may not exist) or -1 (also when the group is outside
+ * the mounted part of the hierarchy, or the path does not fit flen); group: its path */
 int kr_rt_runtime_file(const char *proc_cgroup, const struct kr_cgroups *cg, char *file,
 		       size_t flen, char *group, size_t glen);
 
@@ -552,6 +575,13 @@ int kr_netns_ethtool(int nsfd, const char *ifname, void *cmd);
 void kr_env_standard(const char *const *knobs);
 extern const char *const kr_env_groups[]; /* every group: what scripts/envinfo prints */
 #ifndef KR_MAIL
+/* the CPU model from /proc/cpuinfo's text: "model name" (x86), else arm64's implementer and
+ * part ("ARM Neoverse-N1"), other architectures' lines, the device tree's model (dt_model:
+ * /sys/firmware/devicetree/base/model, may be NULL); "unknown" */
+char *kr_cpu_model_from(const char *cpuinfo, const char *dt_model, char *buf, size_t len);
+/* "nodes 0-1,70; node0:cpus 0-3 node1:cpus none node70:cpus 4-7": every node of dir (NULL:
+ * /sys/devices/system/node), numbers sparse and of any size; malloc'd, NULL if unreadable */
+char *kr_numa_summary(const char *dir);
 /* The CPU a phenomenon is measured on: "group:cpuidle" and "group:cpufreq" describe it
  * (default cpu0). Call before kr_env_standard. */
 void kr_env_cpu(int cpu);

@@ -156,24 +156,16 @@ struct sysfs_io {
 static void *sysfs_io(void *arg)
 {
 	struct sysfs_io *io = arg;
-	int fd = -1;
-	ssize_t n = -1;
+	int r = -1;
 
 	/* a mount namespace of the thread's own (it goes with it), private so that nothing
 	 * propagates to the host's */
 	if (unshare(CLONE_NEWNS) == 0 && setns(io->nsfd, CLONE_NEWNET) == 0 &&
 	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
-	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0 &&
-	    (fd = open(io->path, (io->value ? O_WRONLY : O_RDONLY) | O_CLOEXEC)) >= 0)
-		n = io->value ? write(fd, io->value, strlen(io->value))
-			      : read(fd, io->buf, io->len - 1);
-	io->err = n < 0 ? errno : 0;
-	for (; n >= 0 && io->buf && n && io->buf[n - 1] == '\n'; n--)
-		;
-	if (n >= 0 && io->buf)
-		io->buf[n] = 0;
-	if (fd >= 0)
-		close(fd);
+	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0)
+		r = io->value ? kr_write_file(io->path, io->value)
+			      : kr_read_file(io->path, io->buf, io->len);
+	io->err = r < 0 ? errno : 0;
 	return NULL;
 }
 

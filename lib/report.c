@@ -212,6 +212,7 @@ static void report_json(FILE *f, enum kr_verdict v, int code, double value, doub
 	json_string(f, p && p->unit ? p->unit : "");
 	fputs("},\"threshold\":", f);
 	json_number(f, threshold);
+	fprintf(f, ",\"fail_when\":\"%s\"", p && p->fail_below ? "below" : "above");
 	fputs(",\"rule\":", f);
 	json_string(f, p ? p->rule : NULL);
 	fputs(",\"reason\":", f);

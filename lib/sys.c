@@ -144,19 +144,31 @@ char *kr_read_text(const char *path)
 	return t;
 }
 
-/* one read(): enough for the small files this is for (a seq_file fills the buffer) */
+/* read() until EOF: a seq_file returns about one page per read() (/proc/net/softnet_stat:
+ * some 35 CPU rows), a pipe what was written so far */
 int kr_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	ssize_t r = 1;
+	size_t n = 0;
+	char more[64];
 
-	if (fd >= 0)
-		close(fd);
+	if (fd < 0)
+		return -1; /* buf as it was */
+	while (r > 0 && n + 1 < len && (r = read(fd, buf + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	/* buf is full: what follows does not fit, unless it is newlines (stripped anyway) */
+	while (r > 0 && (r = read(fd, more, sizeof(more))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			if (more[i] != '\n')
+				r = -2;
+	close(fd);
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
-	if (n >= 0)
-		buf[n] = 0;
-	return (int)n;
+	buf[n] = 0;
+	if (r == -2)
+		errno = EFBIG;
+	return r < 0 ? -1 : (int)n;
 }
 
 int kr_read_u64(const char *path, uint64_t *out)
@@ -354,7 +366,7 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 	return 0;
 }
 
-int kr_kconfig(const char *option, char *buf, size_t len)
+const char *kr_kconfig_text(void)
 {
 	static char *text;
 	static int tried;
@@ -364,7 +376,14 @@ int kr_kconfig(const char *option, char *buf, size_t len)
 
 	if (f)
 		text = read_stream(f), pclose(f);
-	if (text && *text)
+	return text && *text ? text : NULL;
+}
+
+int kr_kconfig(const char *option, char *buf, size_t len)
+{
+	const char *text = kr_kconfig_text();
+
+	if (text)
 		return kr_kconfig_parse(text, option, buf, len);
 	snprintf(buf, len, "unknown");
 	return -1;

@@ -16,10 +16,18 @@ policy() { ps -o cls= -p "$1" | tr -d ' '; }
 
 check_clean() { # $1: what ran
 	[ "$(policy "$ks")" = TS ] || fail "$1: ksoftirqd/$cpu left $(policy "$ks")"
-	# the namespaces go with the process; their napi threads a moment later
-	for _ in $(seq 50); do pgrep '^napi/kr' >/dev/null || break; sleep 0.1; done
+	# the namespaces go with the process; their napi threads a moment later (net namespace
+	# cleanup is a workqueue: slower on a loaded machine). An rt_starve process is looked
+	# for system-wide, where another user's short run may come and go (a contract test
+	# outside the bench lock made this fail once): both are waited for up to 30 s, and
+	# only what stays is a failure
+	local n=0
+	while { pgrep '^napi/kr' || pgrep -x rt_starve; } >/dev/null && [ $n -lt 300 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	[ $n -gt 0 ] && echo "($1: lab threads or an rt_starve process for $((n / 10)).$((n % 10)) s after it)"
 	pgrep -l '^napi/kr' && fail "$1: napi threads of the lab left"
-	pgrep -x rt_starve >/dev/null && fail "$1: rt_starve still running"
+	pgrep -a -x rt_starve && fail "$1: rt_starve still running"
 	ls /run/krepro/journal.* 2>/dev/null && fail "$1: journal left in /run/krepro"
 	ps -eLo cls,comm | grep -q '^ *FF *rt_starve' && fail "$1: an RT rt_starve thread left"
 }

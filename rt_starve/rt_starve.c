@@ -460,6 +460,8 @@ static int rs_run(const struct kr_opts *o)
 	char iso[32], why[200];
 	int r;
 
+	opt_napi |= o->trigger;	/* here, not in validate: the mail form runs this */
+
 	/* requirements first, before anything changes; --cpu was checked before */
 	kr_usable_cpus(&usable);
 	r = kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other);
@@ -661,7 +663,6 @@ static int rs_parse(int index, const char *arg)
 
 static int rs_validate(const struct kr_opts *o)
 {
-	opt_napi |= o->trigger;
 	if ((int64_t)(o->duration_s * 1e9) < opt_window + 200 * MS)
 		return kr_usage_error("--duration: must be at least --window + 200ms (%.3f s)",
 				      (double)(opt_window + 200 * MS) / 1e9);

@@ -28,6 +28,18 @@ def run(argv, env=None, timeout=120, user=None, affinity=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def catches_sigint(pid):
+    """Whether the process has a SIGINT handler (SigCgt in /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
 def quiet_snapshot(timeout=180):
     """A snapshot while no krepro run is active: holding the single-run lock, so another
     run's cgroups and journal (a parallel test, a lab check) are not mistaken for ours."""
@@ -62,6 +74,16 @@ def validate_json(out, code, what, ksft=False):
     check(d.get("verdict") == want, f"{what}: verdict {d.get('verdict')} for exit {code}")
     if want in ("SKIP", "ERROR"):
         check(bool(d.get("reason")), f"{what}: {want} without a reason")
+    # the metric that decides is the verdict line's: on the PASS side of its limit in a
+    # PASS, on the FAIL side in a FAIL (fibtest read "PASS throttled=100% (limit 20%)")
+    m, t = (d.get("metric") or {}).get("value"), d.get("threshold")
+    if want in ("PASS", "FAIL") and isinstance(m, (int, float)) and isinstance(t, (int, float)):
+        below = d.get("fail_when") == "below"
+        fail_side = m <= t if below else m >= t
+        pass_side = m >= t if below else m <= t
+        check(pass_side if want == "PASS" else fail_side,
+              f"{what}: {want} with {d['metric'].get('name')}={m} on the wrong side of its "
+              f"limit {t} (FAIL {d.get('fail_when')})")
     return d
 
 
@@ -136,10 +158,17 @@ def contract(prog):
             p = subprocess.Popen([prog, "--wait", "30"], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True,
                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-            time.sleep(0.5)
+            # signalled once it catches SIGINT (it does so just before waiting for the lock),
+            # not after a fixed sleep: a SIGINT before that is ignored, however slow the start
+            t0 = time.monotonic()
+            while p.poll() is None and not catches_sigint(p.pid) and time.monotonic() < t0 + 25:
+                time.sleep(0.01)
+            t1 = time.monotonic()
             p.send_signal(signal.SIGINT)
             try:
                 out, err = p.communicate(timeout=10)
+                print(f"SIGINT during --wait: caught after {t1 - t0:.3f} s, "
+                      f"ended {time.monotonic() - t1:.3f} s after it")
                 check(p.returncode == 128 and "interrupted by SIGINT while waiting" in out,
                       f"SIGINT during --wait: exit {p.returncode}, {out[-200:]!r}")
             except subprocess.TimeoutExpired:

@@ -70,6 +70,18 @@ check(matrix.judge(e, res('PASS', 0))[0] == 'MISMATCH', 'neither: MISMATCH')
 e = expect('p k/s PASS param=cpu=^[01]$')
 check(matrix.judge(e, res('PASS', 0, params={'cpu': '1'}))[0] == 'ok', 'param in range: ok')
 check(matrix.judge(e, res('PASS', 0, params={'cpu': '3'}))[0] == 'MISMATCH', 'param outside: MISMATCH')
+# text=/notext=: lines of the report's text, on any verdict (rt_starve's NET_RX figures)
+e = expect('p k/s PASS "notext=NET_RX: 0 skbs" now=PASS wrong=softnet-rows')
+zero = dict(res('PASS', 0), text=['rep 1', '       NET_RX: 0 skbs, 0 dropped, 0 squeezed'])
+some = dict(res('PASS', 0), text=['rep 1', '       NET_RX: 128 skbs, 0 dropped, 2 squeezed'])
+check(matrix.judge(e, zero)[0] == 'known-wrong', 'notext matched, now= verdict: known-wrong')
+check(matrix.judge(e, some)[0] == 'fixed', 'notext not matched: fixed')
+check(matrix.judge(e, dict(zero, verdict='FAIL', exit_code=1))[0] == 'MISMATCH',
+      'another verdict: MISMATCH')
+e = expect('p k/s SKIP125 "text=NET_RX: [1-9]"')
+check(matrix.judge(e, dict(some, verdict='SKIP', exit_code=125))[0] == 'ok', 'text matched on a SKIP: ok')
+check(matrix.judge(e, dict(zero, verdict='SKIP', exit_code=125))[0] == 'MISMATCH', 'text not matched: MISMATCH')
+check(matrix.judge(e, res('SKIP', 125))[0] == 'MISMATCH', 'no text at all: MISMATCH')
 # kernels built from source: built:NAME is $KREPRO_CACHE/kernels/NAME/bzImage; missing, its
 # cells are left out (not_built names it), present, it is the image
 with tempfile.TemporaryDirectory() as cache:

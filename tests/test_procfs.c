@@ -5,6 +5,7 @@
  */
 #include "krepro.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,6 +261,33 @@ static void test_rt_runtime_file(void **state)
 	assert_int_equal(kr_rt_runtime_file("0::/user.slice/session-2.scope\n", &cg, file,
 					    sizeof(file), group, sizeof(group)), 2);
 	assert_string_equal(group, "/user.slice/session-2.scope");
+	/* a container's view (recorded: the v1 cpu hierarchy's /krepro-libfix-docker bind-
+	 * mounted over /sys/fs/cgroup/cpu, as docker mounts /docker/ID): /proc/self/cgroup
+	 * paths are the hierarchy's, the mount shows the group at its mount root */
+	assert_int_equal(kr_cgroups_parse(data("mountinfo_v1_container.txt"), &cg), 0);
+	assert_string_equal(cg.v1_cpu, "/sys/fs/cgroup/cpu");
+	assert_int_equal(kr_rt_runtime_file(data("proc_cgroup_v1_container.txt"), &cg, file,
+					    sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(group, "/krepro-libfix-docker/app");
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/app/cpu.rt_runtime_us");
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-docker\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), 1);
+	assert_string_equal(file, "/sys/fs/cgroup/cpu/cpu.rt_runtime_us");
+	/* a group outside what is mounted has no file here; a look-alike prefix is not in it */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/other\n", &cg, file, sizeof(file), group,
+					    sizeof(group)), -1);
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-dockerx\n", &cg, file,
+					    sizeof(file), group, sizeof(group)), -1);
+	/* a file name that does not fit is none (cut short, it would name another) */
+	assert_int_equal(kr_rt_runtime_file("1:cpu:/krepro-libfix-docker/app\n", &cg, file, 30,
+					    group, sizeof(group)), -1);
+	assert_string_equal(file, "");
+	/* v2 the same */
+	assert_int_equal(kr_cgroups_parse("30 1 0:26 /docker/1f2e /sys/fs/cgroup rw - cgroup2 "
+					  "cgroup2 rw\n", &cg), 0);
+	assert_int_equal(kr_rt_runtime_file("0::/docker/1f2e/c\n", &cg, file, sizeof(file),
+					    group, sizeof(group)), 2);
+	assert_string_equal(file, "/sys/fs/cgroup/c/cpu.rt_runtime_us");
 	/* garbage */
 	assert_int_equal(kr_rt_runtime_file("nonsense\n::\n", &cg, file, sizeof(file), group,
 					    sizeof(group)), -1);
@@ -329,6 +357,73 @@ static void test_read_text(void **state)
 	assert_null(kr_read_text("/nonexistent/file"));
 }
 
+/* a FIFO fed 7 bytes at a time: every read() returns only what was written so far, as a
+ * seq_file returns one page (/proc/net/softnet_stat: about 35 CPU rows) */
+static void *feed_fifo(void *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	for (int i = 0; i < 100; i++) {
+		char row[16];
+		snprintf(row, sizeof(row), "row %02d\n", i);
+		fputs(row, f);
+		usleep(200);
+	}
+	fclose(f);
+	return NULL;
+}
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* kr_read_file reads to the end of the file, and says when it does not fit */
+static void test_read_file(void **state)
+{
+	char dir[] = "/tmp/krepro-test-readfile-XXXXXX", path[64], buf[8192];
+	pthread_t t;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(pthread_create(&t, NULL, feed_fifo, path), 0);
+	assert_int_equal(kr_read_file(path, buf, sizeof(buf)), 100 * 7 - 1);
+	pthread_join(t, NULL);
+	assert_memory_equal(buf, "row 00\nrow 01\n", 14);
+	assert_string_equal(buf + 99 * 7, "row 99");
+	unlink(path);
+	/* a real seq_file: smaps gives one page (4 KB) per read() and this process has more */
+	assert_true(kr_read_file("/proc/self/smaps", buf, sizeof(buf)) > 4096 ||
+		    errno == EFBIG);
+	/* too long for buf: -1 with EFBIG, buf holds what fits, NUL-terminated */
+	snprintf(path, sizeof(path), "%s/file", dir);
+	put_file(path, "0123456789\n");
+	errno = 0;
+	assert_int_equal(kr_read_file(path, buf, 6), -1);
+	assert_int_equal(errno, EFBIG);
+	assert_string_equal(buf, "01234");
+	/* exactly fits, with or without its newline (stripped either way) */
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	assert_string_equal(buf, "0123456789");
+	put_file(path, "0123456789");
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	put_file(path, "0123456789\n\n");
+	assert_int_equal(kr_read_file(path, buf, 11), 10);
+	put_file(path, "");
+	assert_int_equal(kr_read_file(path, buf, 11), 0);
+	assert_string_equal(buf, "");
+	unlink(path);
+	assert_int_equal(kr_read_file(path, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ENOENT);
+	rmdir(dir);
+}
+
 /* kernel threads only: kthreadd and ksoftirqd/0 found, this process not */
 static void test_find_kthreads(void **state)
 {
@@ -349,19 +444,203 @@ static void test_find_kthreads(void **state)
 	assert_int_equal(ts.ppid, getppid());
 }
 
-/* who runs softirqs in threads: PREEMPT_RT, threadirqs; a look-alike word is not it */
+/* uname -v of Debian's kernels (their bzImages' version strings, and booted) */
+#define DEB61 "#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-2 (2026-11-16)"
+#define DEB61_RT "#1 SMP PREEMPT_RT Debian 6.1.192-2 (2026-11-16)"
+#define DEB612 "#1 SMP PREEMPT_DYNAMIC Debian 6.12.117-1~deb12u1 (2026-11-14)"
+#define DEB612_RT "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 (2026-11-14)"
+/* a kernel.org build's (init/Makefile's flags, then the build date); this host's; the form
+ * of the RT patches of 4.x */
+#define MAINLINE612_RT "#1 SMP PREEMPT_RT Wed Nov 26 06:00:00 UTC 2026"
+#define HOST618 "#1 SMP PREEMPT_DYNAMIC @0"
+#define DEB419_RT "#1 SMP PREEMPT RT Debian 4.19.67-2+deb10u2 (2019-11-11)"
+/* this host's command line: init's arguments after "--" */
+#define HOST_CMDLINE "console=ttyS0 quiet panic=1 rdinit=/process_api -- --addr 0.0.0.0:2024"
+
+/* who runs softirqs in threads: PREEMPT_RT as the kernel says it, threadirqs; a look-alike
+ * word is not it */
 static void test_threaded_cause(void **state)
 {
 	(void)state;
-	assert_null(kr_softirq_threaded_from("BOOT_IMAGE=/vmlinuz root=/dev/vda ro", NULL));
-	assert_non_null(kr_softirq_threaded_from("root=/dev/vda threadirqs quiet", NULL));
-	assert_non_null(kr_softirq_threaded_from("threadirqs", NULL));
-	assert_non_null(kr_softirq_threaded_from("ro threadirqs\n", NULL));
-	assert_null(kr_softirq_threaded_from("ro nothreadirqs threadirqs=0x", NULL));
-	assert_non_null(kr_softirq_threaded_from("ro", "1\n"));
-	assert_null(kr_softirq_threaded_from("ro", "0\n"));
-	assert_string_equal(kr_softirq_threaded_from("threadirqs", "1"),
-			    "PREEMPT_RT: softirqs always run in threads");
+	struct kr_kernel k = { .release = "6.18.44", .version = HOST618, .cmdline = "ro" };
+	const char *const no[] = { "BOOT_IMAGE=/vmlinuz root=/dev/vda ro", "nothreadirqs",
+		"foo.threadirqs", "threadirqsx", HOST_CMDLINE " threadirqs",
+		"x=\"a threadirqs b\"", "a -- b threadirqs", "" };
+	const char *const yes[] = { "root=/dev/vda threadirqs quiet", "threadirqs",
+		"ro threadirqs\n", "threadirqs=0", "\"threadirqs\"", "\"threadirqs=1\"" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+		k.cmdline = no[i];
+		assert_null(kr_softirq_threaded_from(&k));
+	}
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		k.cmdline = yes[i];
+		assert_string_equal(kr_softirq_threaded_from(&k),
+				    "threadirqs: irq exit leaves every softirq to ksoftirqd");
+	}
+	/* whole parameters of the kernel's, not init's */
+	assert_true(kr_cmdline_has(HOST_CMDLINE, "quiet"));
+	assert_true(kr_cmdline_has(HOST_CMDLINE, "panic=1"));
+	assert_false(kr_cmdline_has(HOST_CMDLINE, "--addr"));
+	assert_false(kr_cmdline_has(HOST_CMDLINE, "--"));
+	assert_false(kr_cmdline_has("x=\"a quiet\"", "quiet"));
+	/* a config without IRQ_FORCED_THREADING has no threadirqs parameter */
+	k.config = "# CONFIG_IRQ_FORCED_THREADING is not set\n";
+	assert_null(kr_softirq_threaded_from(&k));
+	k.config = "CONFIG_IRQ_FORCED_THREADING=y\n";
+	assert_non_null(kr_softirq_threaded_from(&k));
+
+	/* generic kernels: not RT, with or without their config at hand */
+	const char *const generic[] = { DEB61, DEB612, HOST618, "#1 SMP PREEMPT",
+		"#1 SMP PREEMPT_RTX", "#1 SMP" };
+	for (size_t i = 0; i < sizeof(generic) / sizeof(*generic); i++) {
+		k = (struct kr_kernel){ .release = "6.12.117+deb12-amd64", .version = generic[i],
+			.cmdline = "ro quiet", .config = "# CONFIG_PREEMPT_RT is not set\n" };
+		assert_null(kr_preempt_rt(&k));
+		assert_null(kr_softirq_threaded_from(&k));
+		k.config = NULL;
+		assert_null(kr_softirq_threaded_from(&k));
+	}
+	/* Debian's 6.1-rt and 6.12-rt: the RT patches; uname -v and /sys/kernel/realtime */
+	k = (struct kr_kernel){ .release = "6.1.0-56-rt-amd64", .version = DEB61_RT,
+		.cmdline = "ro", .realtime = "1\n" };
+	assert_string_equal(kr_softirq_threaded_from(&k),
+			    "PREEMPT_RT (uname -v): softirqs always run in threads");
+	k.release = "6.12.117+deb12-rt-amd64", k.version = DEB612_RT;
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	/* 6.12 from kernel.org with PREEMPT_RT=y: no /sys/kernel/realtime, which only the RT
+	 * patch queue adds (Debian's 6.12-rt applies it: its file says 1). The old code's
+	 * NULL here. */
+	k = (struct kr_kernel){ .release = "6.12.0", .version = MAINLINE612_RT,
+		.cmdline = "BOOT_IMAGE=/boot/vmlinuz-6.12.0 root=/dev/vda ro" };
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	assert_non_null(kr_softirq_threaded_from(&k));
+	k.version = DEB419_RT;
+	assert_string_equal(kr_preempt_rt(&k), "uname -v");
+	/* a version string that says nothing: the config, then the RT patch's file */
+	k.version = "#1 custom";
+	k.config = "CONFIG_PREEMPT_RT=y\n";
+	assert_string_equal(kr_softirq_threaded_from(&k),
+			    "PREEMPT_RT (CONFIG_PREEMPT_RT=y): softirqs always run in threads");
+	k.config = NULL;
+	k.realtime = "1";
+	assert_string_equal(kr_preempt_rt(&k), "/sys/kernel/realtime");
+	k.realtime = "0";
+	assert_null(kr_preempt_rt(&k));
+	/* this machine: 6.18, neither */
+	assert_null(kr_softirq_threaded());
+}
+
+/* the RPS backlog in backlog_napi/N: v6.10+, PREEMPT_RT or thread_backlog_napi */
+static void test_backlog_threaded(void **state)
+{
+	(void)state;
+	const char *param = "thread_backlog_napi: the RPS backlog runs in backlog_napi/N";
+	struct kr_kernel k = { .release = "6.12.117+deb12-amd64", .version = DEB612,
+			       .cmdline = "root=/dev/vda ro thread_backlog_napi console=ttyS0" };
+	assert_string_equal(kr_backlog_threaded_from(&k), param);
+	/* an early parameter: any value, '-' for '_'; not after "--", not inside a word */
+	const char *const yes[] = { "thread_backlog_napi=0", "thread-backlog-napi",
+		"\"thread_backlog_napi\"" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		k.cmdline = yes[i];
+		assert_string_equal(kr_backlog_threaded_from(&k), param);
+	}
+	const char *const no[] = { "ro", "net.thread_backlog_napi", "thread_backlog_napix",
+		"ro -- thread_backlog_napi", "threadirqs", "" };
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++) {
+		k.cmdline = no[i];
+		assert_null(kr_backlog_threaded_from(&k));
+	}
+	/* before 6.10 there is no such thread, the parameter is unknown */
+	k = (struct kr_kernel){ .release = "6.9.12", .version = DEB612,
+				.cmdline = "thread_backlog_napi" };
+	assert_null(kr_backlog_threaded_from(&k));
+	k.release = "6.10.0-rc1";
+	assert_non_null(kr_backlog_threaded_from(&k));
+	k.release = "7.0.0";
+	assert_non_null(kr_backlog_threaded_from(&k));
+	/* mainline RT 6.12: always */
+	k = (struct kr_kernel){ .release = "6.12.117+deb12-rt-amd64", .version = DEB612_RT,
+				.cmdline = "ro" };
+	assert_string_equal(kr_backlog_threaded_from(&k),
+			    "PREEMPT_RT (uname -v): the RPS backlog runs in backlog_napi/N");
+	/* RT 6.1: softirqs in threads, but no backlog thread yet */
+	k = (struct kr_kernel){ .release = "6.1.0-56-rt-amd64", .version = DEB61_RT,
+				.cmdline = "ro thread_backlog_napi", .realtime = "1" };
+	assert_null(kr_backlog_threaded_from(&k));
+	assert_non_null(kr_softirq_threaded_from(&k));
+	/* generic 6.18 without the parameter: this machine */
+	k = (struct kr_kernel){ .release = "6.18.44-fc-v669", .version = HOST618,
+				.cmdline = HOST_CMDLINE };
+	assert_null(kr_backlog_threaded_from(&k));
+	assert_null(kr_backlog_threaded());
+}
+
+/* the CPU model of the header: x86 says it; arm64 says who made which part */
+static void test_cpu_model(void **state)
+{
+	char m[256], *t;
+	(void)state;
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_x86.txt"), NULL, m, sizeof(m)),
+			    "AMD EPYC");
+	/* Ampere Altra: 0x41 0xd0c (the lscpu thread's); Rockchip RK3588: 4 A55 and 4 A76 */
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_altra.txt"), NULL, m,
+					      sizeof(m)), "ARM Neoverse-N1");
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_rk3588.txt"),
+					      "Radxa ROCK 5B", m, sizeof(m)),
+			    "ARM Cortex-A55 + ARM Cortex-A76 (Radxa ROCK 5B)");
+	/* parts and makers without a name here: their numbers */
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0x41\nCPU part\t: 0xfff\n",
+					      NULL, m, sizeof(m)), "ARM part 0xfff");
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0x99\nCPU part\t: 0x001\n",
+					      NULL, m, sizeof(m)),
+			    "implementer 0x99 part 0x001");
+	assert_string_equal(kr_cpu_model_from("CPU implementer\t: 0xc0\nCPU part\t: 0xac3\n",
+					      NULL, m, sizeof(m)), "Ampere AmpereOne");
+	/* the device tree alone; other architectures; nothing */
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\n", "Raspberry Pi 5 Model B",
+					      m, sizeof(m)), "Raspberry Pi 5 Model B");
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\ncpu\t\t: POWER9 (raw), altivec "
+					      "supported\n", NULL, m, sizeof(m)),
+			    "POWER9 (raw), altivec supported");
+	assert_string_equal(kr_cpu_model_from("processor\t: 0\nuarch\t\t: sifive,u74-mc\n",
+					      NULL, m, sizeof(m)), "sifive,u74-mc");
+	assert_string_equal(kr_cpu_model_from("cpu MHz\t: 2000\ncpu family\t: 6\n", NULL, m,
+					      sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from(NULL, NULL, m, sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from("c\ncp", NULL, m, sizeof(m)), "unknown");
+	assert_string_equal(kr_cpu_model_from(data("cpuinfo_arm64_rk3588.txt"), NULL, m, 10),
+			    "ARM Corte");
+	/* this machine */
+	t = kr_read_text("/proc/cpuinfo");
+	assert_string_not_equal(kr_cpu_model_from(t, NULL, m, sizeof(m)), "unknown");
+	free(t);
+}
+
+/* NUMA nodes as sysfs lists them: sparse, beyond 64, one without CPUs */
+static void test_numa(void **state)
+{
+	char dir[] = "/tmp/krepro-test-node-XXXXXX", cmd[64], *s;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put(dir, "online", "0-1,70,1023");
+	put(dir, "possible", "0-1023");
+	put(dir, "node0/cpulist", "0-3");
+	put(dir, "node1/cpulist", "");
+	put(dir, "node70/cpulist", "4-7");
+	put(dir, "node1023/cpulist", "8");
+	put(dir, "power/autosuspend_delay_ms", "0");
+	assert_non_null(s = kr_numa_summary(dir));
+	assert_string_equal(s, "nodes 0-1,70,1023; node0:cpus 0-3 node1:cpus none "
+			       "node70:cpus 4-7 node1023:cpus 8");
+	free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_null(kr_numa_summary("/nonexistent"));
+	/* this machine: one node */
+	assert_non_null(s = kr_numa_summary(NULL));
+	assert_non_null(strstr(s, "node0:cpus "));
+	free(s);
 }
 
 int main(void)
@@ -373,8 +652,12 @@ int main(void)
 		cmocka_unit_test(test_cpuidle),
 		cmocka_unit_test(test_rt_runtime_file),
 		cmocka_unit_test(test_interrupts),	  cmocka_unit_test(test_read_text),
+		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_find_kthreads),
 		cmocka_unit_test(test_threaded_cause),
+		cmocka_unit_test(test_backlog_threaded),
+		cmocka_unit_test(test_cpu_model),
+		cmocka_unit_test(test_numa),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
