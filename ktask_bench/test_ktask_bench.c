@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Description: unit tests of ktask_bench's verdict rule, thread points and --pages parser.
+ * Description: unit tests of ktask_bench's verdict rule, thread points and sizing.
  */
 #define main ktask_bench_main
 #include "ktask_bench.c"
@@ -101,38 +101,19 @@ static void rule_too_little_gain_on_offer_skips(void **state)
 	assert_true(isfinite(gain));
 }
 
-static void clearing_rule_ratio_margin(void **state)
-{
-	double r;
-	(void)state;
-	/* this VM: 2 MiB pages at 0.45 of rep stosb */
-	assert_int_equal(clearing_rule(1.0, 0.45, 0.7, &r), KR_FAIL);
-	assert_true(fabs(r - 0.45) < 1e-12);
-	/* after the sequential series: at the ceiling */
-	assert_int_equal(clearing_rule(1.0, 0.98, 0.7, &r), KR_PASS);
-	/* too close to call either way */
-	assert_int_equal(clearing_rule(1.0, 0.7 + CLEARING_MARGIN / 2, 0.7, &r), KR_SKIP);
-	assert_int_equal(clearing_rule(1.0, 0.7 - CLEARING_MARGIN / 2, 0.7, &r), KR_SKIP);
-	assert_int_equal(clearing_rule(1.0, 0.7 + CLEARING_MARGIN * 1.01, 0.7, &r), KR_PASS);
-	assert_int_equal(clearing_rule(1.0, 0.7 - CLEARING_MARGIN * 1.01, 0.7, &r), KR_FAIL);
-	assert_int_equal(clearing_rule(0, 0.5, 0.7, &r), KR_SKIP);
-	assert_true(isnan(r));
-	assert_int_equal(clearing_rule(1.0, INFINITY, 0.7, &r), KR_SKIP);
-}
-
 static void size_fits_the_budget(void **state)
 {
 	const uint64_t M = 1ULL << 20;
 	(void)state;
 	/* this host: ~3.2 s per GiB of the fewest passes, 512 MiB fits 8 s */
-	assert_int_equal(fit_size(512 * M, 16 * M, 6.4, 8), 512 * M);
+	assert_int_equal(kr_fit_size(512 * M, 16 * M, 6.4, 8), 512 * M);
 	/* TCG: 0.17 GiB/s, the default scaling run ~90 s per GiB: 80 MiB of 16 MiB chunks */
-	assert_int_equal(fit_size(512 * M, 16 * M, 90, 8), 80 * M);
+	assert_int_equal(kr_fit_size(512 * M, 16 * M, 90, 8), 80 * M);
 	/* not even one unit */
-	assert_int_equal(fit_size(512 * M, 16 * M, 1000, 8), 0);
+	assert_int_equal(kr_fit_size(512 * M, 16 * M, 1000, 8), 0);
 	/* no estimate: keep the size */
-	assert_int_equal(fit_size(512 * M, 2 * M, NAN, 8), 512 * M);
-	assert_int_equal(fit_size(512 * M, 2 * M, 0, 8), 512 * M);
+	assert_int_equal(kr_fit_size(512 * M, 2 * M, NAN, 8), 512 * M);
+	assert_int_equal(kr_fit_size(512 * M, 2 * M, 0, 8), 512 * M);
 }
 
 static void points_powers_of_two_then_max(void **state)
@@ -154,19 +135,6 @@ static void points_powers_of_two_then_max(void **state)
 	assert_int_equal(p[8], 255);
 }
 
-static void kinds_parse(void **state)
-{
-	(void)state;
-	assert_int_equal(parse_kinds("all"), ALL_KINDS);
-	assert_int_equal(parse_kinds("1g,thp"), -1); /* 1 GiB pages: dropped */
-	assert_int_equal(parse_kinds("hugetlb"), 1 << K_HUGETLB);
-	assert_int_equal(parse_kinds("4k,thp"), 1 << K_4K | 1 << K_THP);
-	assert_int_equal(parse_kinds("thp,thp"), 1 << K_THP);
-	assert_int_equal(parse_kinds("thp,2M"), -1);
-	assert_int_equal(parse_kinds(""), -1);
-	assert_int_equal(parse_kinds(","), -1);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,10 +145,8 @@ int main(void)
 		cmocka_unit_test(disturbed_repeat_does_not_vote),
 		cmocka_unit_test(rule_too_little_gain_on_offer_skips),
 		cmocka_unit_test(rule_normalised_by_the_bandwidth_wall),
-		cmocka_unit_test(clearing_rule_ratio_margin),
 		cmocka_unit_test(size_fits_the_budget),
 		cmocka_unit_test(points_powers_of_two_then_max),
-		cmocka_unit_test(kinds_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

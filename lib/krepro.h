@@ -372,6 +372,34 @@ int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len
 /* the whole config text of the running kernel, read once; NULL if none is readable */
 const char *kr_kconfig_text(void);
 
+/* ---- memory the kernel clears (lib/mem.c) ---- */
+#define KR_HPAGE_POOL "/sys/kernel/mm/hugepages/hugepages-2048kB/" /* the 2 MiB pool */
+/* Fills n bytes (a multiple of 32) at p with a non-zero byte, so that the next clear
+ * zeroes data: x86-64 rep stosb, the string store of the kernel's clear_page_erms, or
+ * with nt movnti (non-temporal: no read for ownership); memset elsewhere. */
+void kr_fill(void *p, size_t n, bool nt);
+/* "Key: N kB" of a /proc file (/proc/meminfo, /proc/self/smaps_rollup): N, -1 if absent */
+long long kr_proc_kb(const char *path, const char *key);
+/* Makes npages of the 2 MiB hugetlb pool free, raising vm.nr_hugepages (journaled:
+ * restored after the run, on a signal, after a crash); 0, or -1 with errno (ENOMEM: the
+ * pool could not grow that far, memory fragmented). npages 0: gives the pool back. */
+int kr_hugetlb_reserve(uint64_t npages);
+/* Seconds per GiB for one thread to fault in fresh anonymous memory (THP where huge,
+ * else 4 KiB pages) and rep stosb over it: the faster of two warm passes over 32 MiB.
+ * Under TCG 10-50x the host's. NAN when it cannot map. */
+double kr_clear_s_per_gib(bool huge);
+/* The largest multiple of unit, at most size, whose work at s_per_gib seconds per GiB
+ * fits budget seconds: size when s_per_gib is unknown, 0 when not even unit fits. */
+uint64_t kr_fit_size(uint64_t size, uint64_t unit, double s_per_gib, double budget);
+/* The memory a run clears, fitted to its time budget before anything changes, from
+ * clear_s (kr_clear_s_per_gib) and the passes over it the run needs at least: *size 0
+ * takes dflt, shrunk to what fits budget seconds in multiples of unit (the report says
+ * so); a size given stays unless it would near the hard cap. 0, or an exit code: SKIP
+ * 125 (not even 2 units fit, or the size given would meet the cap), 129 (less memory
+ * available than the size and 512 MiB). */
+int kr_mem_budget(uint64_t *size, uint64_t dflt, uint64_t unit, double clear_s, double passes,
+		  double budget);
+
 /* ---- cpuidle (of one CPU: the one a phenomenon is measured on, not cpu0) ---- */
 #define KR_MAX_IDLE_STATES 16
 struct kr_idle_state {

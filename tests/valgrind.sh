@@ -8,8 +8,8 @@
 # mean nothing here (and may be ERROR from the hard cap): only memcheck's finding counts.
 # Usage: tests/valgrind.sh [--builddir DIR] [--no-programs] [--no-units] [PROGRAM...]
 #   PROGRAM: a name, optionally name:ARGS ("hwts:--duration 1") to shorten a run.
-#   Default: every program, ktask_bench with --size 64M --repeat 1 (its default clears
-#   512 MiB x 5 repeats x 3 page kinds, which memcheck cannot do within the 35 s hard cap).
+#   Default: every program, ktask_bench and clear_pages with --size 64M --repeat 1 (their
+#   defaults clear 512 MiB many times, which memcheck cannot do within the 35 s hard cap).
 # Exit 0: memcheck clean; 1: memcheck errors (or a unit test failed); 77: no valgrind.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,6 +65,7 @@ if [ "$programs" = 1 ]; then
 			[ -x "$d/$p" ] || continue
 			case "$p" in
 			ktask_bench) list+=("$p:--size 64M --repeat 1") ;;
+			clear_pages) list+=("$p:--size 64M --repeat 1") ;;
 			*) list+=("$p") ;;
 			esac
 		done

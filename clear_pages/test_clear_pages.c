@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Description: unit tests of clear_pages' verdict rule.
+ */
+#define main clear_pages_main
+#include "clear_pages.c"
+#undef main
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+static void slow_kernel_fails_fast_kernel_passes(void **state)
+{
+	double r[] = { 0.45, 0.43, 0.47, 0.44 }, fast[] = { 0.98, 0.91, 1.02 }, c;
+	(void)state;
+	/* the AMD-hosted VM: 2 MiB pages at 0.42-0.51 of rep stosb, faulted at the base */
+	assert_int_equal(clearing_rule(r, 4, 0.58, &c), KR_FAIL);
+	assert_true(fabs(c - 0.44) < 1e-12); /* nearest rank: the lower middle */
+	/* faulted at the last byte (bottom-up), or after the sequential series */
+	assert_int_equal(clearing_rule(fast, 3, 0.58, &c), KR_PASS);
+	assert_true(fabs(c - 0.98) < 1e-12);
+}
+
+static void the_median_decides_not_the_best_pass(void **state)
+{
+	/* one pass in a fast phase of the host's memory does not make a PASS */
+	double r[] = { 0.95, 0.44, 0.46, 0.45, 0.93 }, c;
+	(void)state;
+	assert_int_equal(clearing_rule(r, 5, 0.58, &c), KR_FAIL);
+	assert_true(fabs(c - 0.46) < 1e-12);
+}
+
+static void near_the_threshold_or_few_passes_skip(void **state)
+{
+	double c;
+	(void)state;
+	/* within MARGIN on either side: too close to call */
+	assert_int_equal(clearing_rule((double[]){ 0.7 + MARGIN / 2, 0.7, 0.8 }, 3, 0.7, &c),
+			 KR_SKIP);
+	assert_int_equal(clearing_rule((double[]){ 0.7 - MARGIN / 2, 0.6, 0.8 }, 3, 0.7, &c),
+			 KR_SKIP);
+	assert_int_equal(clearing_rule((double[]){ 0.7 + MARGIN * 1.01, 0.6, 0.8 }, 3, 0.7,
+				       &c), KR_PASS);
+	assert_int_equal(clearing_rule((double[]){ 0.7 - MARGIN * 1.01, 0.6, 0.8 }, 3, 0.7,
+				       &c), KR_FAIL);
+	/* fewer than MIN_PASSES undisturbed passes */
+	assert_int_equal(clearing_rule((double[]){ 0.4, 0.4 }, 2, 0.58, &c), KR_SKIP);
+	assert_int_equal(clearing_rule(NULL, 0, 0.58, &c), KR_SKIP);
+	assert_true(isnan(c));
+	/* a pass that took no time */
+	assert_int_equal(clearing_rule((double[]){ NAN, NAN, NAN }, 3, 0.58, &c), KR_SKIP);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(slow_kernel_fails_fast_kernel_passes),
+		cmocka_unit_test(the_median_decides_not_the_best_pass),
+		cmocka_unit_test(near_the_threshold_or_few_passes_skip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
