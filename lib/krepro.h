@@ -529,7 +529,8 @@ int kr_netns_socket(int nsfd, int domain, int type, int proto); /* a socket in n
  * both ends and lo up. */
 int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 		   const char *name_b, const char *addr_b);
-/* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus") */
+/* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus");
+ * a glob ("rx-*") writes every match (read: the first); -1 ENOENT when none */
 int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value);
 int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len);
 /* SIOCETHTOOL on ifname in nsfd; cmd points to an ethtool command struct */

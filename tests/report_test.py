@@ -3,12 +3,16 @@
 """Description: scripts/report writes the directory a bug report mail needs.
 
 report_test.py BUILDDIR            the fast path: another run holds the lock (a private
-                                   KREPRO_RUNDIR), so the program ends with ERROR at once;
-                                   checks every file and the mail body (needs root).
-report_test.py --kernel BUILDDIR   a real fibtest run: the same, plus the samples and picture.
+                                   KREPRO_RUNDIR), so the program ends with ERROR at once:
+                                   every file, and no mail (ERROR says why) (needs root);
+                                   then the mail of a recorded bisect (docs/bisect/rt_starve):
+                                   its first bad commit, checks, table, config, commands.
+report_test.py --kernel BUILDDIR   real fibtest runs: the default one (a mail only if it
+                                   FAILs) and --trigger (a FAIL: the mail, the samples and
+                                   the picture; its causes exactly the JSON's).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, os, re, shutil, subprocess, sys, tempfile
+import fcntl, json, os, re, shutil, subprocess, sys, tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from checks import FAILS, check, finish  # noqa: E402
@@ -23,37 +27,76 @@ def report(build, out, args, env=None):
 
 
 def check_dir(out, code, real):
-    for f in ["mail.txt", "report.txt", "command.txt", "envinfo.txt", "fibtest.c"]:
+    for f in ["report.txt", "report.json", "command.txt", "envinfo.txt", "fibtest.c"]:
         check(os.path.isfile(os.path.join(out, f)) and os.path.getsize(os.path.join(out, f)),
               f"{f} missing or empty")
     read = lambda f: open(os.path.join(out, f)).read() if os.path.exists(os.path.join(out, f)) else ""
     mail, rep, cmd = read("mail.txt"), read("report.txt"), read("command.txt")
     word = {0: "PASS", 1: "FAIL", 125: "SKIP", 128: "ERROR", 129: "SKIP"}[code]
-    wide = [l for l in mail.split("\n") if len(l) > 72]
-    check(not wide, f"mail.txt lines over 72 columns: {wide}")
-    check(mail.startswith(f"Subject: fibtest {word} on {os.uname().release}: CFS bandwidth"),
-          f"subject: {mail.split(chr(10))[0]!r}")
+    js = json.loads(read("report.json") or "{}")
+    check(js.get("verdict") == word, f"report.json verdict {js.get('verdict')}, exit says {word}")
     verdict = rep.rstrip("\n").split("\n")[-1]
     check(verdict.startswith(f"fibtest: {word}"), f"report.txt verdict line: {verdict!r}")
-    check("\n" + verdict + "\n" in mail, "the verdict line is in the mail")
-    check(rep.rstrip("\n") in mail, "the report is in the mail, as printed")
-    check(re.search(r"^  cc -O2 -pthread fibtest\.c -o fibtest -lm$", mail, re.M), "build line")
-    check(re.search(r"^  sudo \./fibtest", mail, re.M), "run line")
-    check("How it decides: FAIL when efficiency" in mail, "the rule")
     check(f"exit code: {code} ({word})" in cmd and "command: " in cmd and "version: fibtest" in cmd,
           f"command.txt: {cmd!r}")
     check("kernel" in read("envinfo.txt"), "envinfo.txt has the kernel")
     check(read("fibtest.c").startswith("// SPDX") and "int main(" in read("fibtest.c"), "the export")
-    if word == "FAIL":
-        # --trigger on a kernel with de53fd7aedb1: the slice it set, not the commit
-        fixed = tuple(map(int, re.match(r"(\d+)\.(\d+)", os.uname().release).groups())) >= (5, 4)
-        check("Known causes:" in mail and "sched_cfs_bandwidth_slice_us" in mail and
-              ("512ac999d275" not in mail.split("Known causes:")[1]) == fixed,
-              "known causes on FAIL: the slice it set; 512ac999d275 only without the fix")
+    if word != "FAIL":
+        check(not mail, f"a {word} run writes no mail")
+        note = read("no-mail.txt")
+        want = "nothing to report" if word == "PASS" else (js.get("reason") or "")[:20]
+        check(note.startswith(f"fibtest: {word}: ") and want in note, f"no-mail.txt: {note!r}")
+        return
+    wide = [l for l in mail.split("\n") if len(l) > 72]
+    check(not wide, f"mail.txt lines over 72 columns: {wide}")
+    check(mail.startswith(f"Subject: fibtest FAIL on {os.uname().release}: CFS bandwidth"),
+          f"subject: {mail.split(chr(10))[0]!r}")
+    check("\n" + js.get("verdict_line", "?") + "\n" in mail, "the verdict line is in the mail")
+    check(rep.rstrip("\n") in mail, "the report is in the mail, as printed")
+    check(re.search(r"^  cc -O2 .*fibtest\.c", mail, re.M), "build line")
+    check(re.search(r"^  sudo \./fibtest", mail, re.M), "run line")
+    check(" ".join(("How it decides: " + js.get("rule", "?")).split()) in " ".join(mail.split()), "the rule")
+    # the causes: exactly those of the JSON (a cause the run ruled out is not printed)
+    causes = js.get("causes", js.get("known_causes")) or []
+    block = mail.split("Known causes (as the program reported them):\n", 1)
+    listed = re.findall(r"^  - (.*(?:\n    .*)*)", block[1].split("\n\n")[0], re.M) if len(block) > 1 else []
+    check([" ".join(c.split()) for c in listed] == [" ".join(c.split()) for c in causes],
+          f"the mail's causes {listed} are the JSON's {causes}")
+    # --trigger on a kernel with de53fd7aedb1 (5.4 on): the run rules 512ac999d275 out
+    fixed = tuple(map(int, re.match(r"(\d+)\.(\d+)", os.uname().release).groups())) >= (5, 4)
+    check(("512ac999d275" not in (block[1] if len(block) > 1 else "")) == fixed,
+          "512ac999d275 among the causes only without the fix")
     if real:
         check(os.path.getsize(os.path.join(out, "fibtest.csv")) > 0, "the samples")
         if shutil.which("gnuplot"):
             check(os.path.isfile(os.path.join(out, "fibtest.png")), "the picture")
+    print(mail)
+
+
+def bisect_mail(tmp):
+    """the mail of the recorded rt_starve bisect (docs/bisect/rt_starve): no run, no kernel"""
+    out = os.path.join(tmp, "bisect-mail")
+    bdir = os.path.join(TOP, "docs", "bisect", "rt_starve")
+    p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--bisect", bdir],
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"report --bisect: exit {p.returncode}: {p.stderr}")
+    mail = open(os.path.join(out, "mail.txt")).read() if os.path.exists(os.path.join(out, "mail.txt")) else ""
+    res = json.load(open(os.path.join(bdir, "result.json")))
+    first = res["first"]["commit"][:12]
+    check(not [l for l in mail.split("\n") if len(l) > 72], "bisect mail within 72 columns")
+    check(mail.startswith("Subject: [krepro] rt_starve FAILs since " + first), mail.split("\n")[0])
+    check("  commit: " + first in mail and "tree:" in mail, "the commit and the tree")
+    for v in open(os.path.join(bdir, "verify.txt")).read().splitlines():
+        check(v[len("verify: "):].split(":")[0] in mail, f"verification line: {v}")
+    cmp = json.load(open(os.path.join(bdir, "compare.json")))
+    check(cmp["table"] in mail, "the compare table")
+    check(re.search(r"^  CONFIG_HZ=\d+$", mail, re.M), "the config the program read")
+    joined = re.sub(r" \\\n\s*", " ", mail)  # the shell's continuation lines, joined
+    check("scripts/vmrun --kernel" in joined and "build-static/rt_starve/rt_starve" in joined, "the guest command")
+    check(re.search(r"^  cc -O2 .*rt_starve\.c", mail, re.M) and os.path.isfile(os.path.join(out, "rt_starve.c")),
+          "the mail form and its build line")
+    for f in ("summary.txt", "steps.txt", "bisect.log", "start.config"):
+        check(os.path.isfile(os.path.join(out, f)), f"{f} attached")
     print(mail)
 
 
@@ -69,11 +112,15 @@ def main():
         bad = report(build, out, ["--format", "json"])
         check(bad.returncode == 128 and not os.path.exists(out), "--format json is refused")
         if real:
-            p = report(build, out, ["--duration", "0.5", "--wait", "900"])
-            check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
-            code = int(re.search(r"exit code: (\d+)", open(os.path.join(out, "command.txt")).read()).group(1))
-            check(code in (0, 1), f"the run's exit code {code}")
-            check_dir(out, code, True)
+            for args in (["--duration", "0.5"], ["--trigger"]):
+                shutil.rmtree(out, ignore_errors=True)
+                p = report(build, out, args + ["--wait", "900"])
+                check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+                code = int(re.search(r"exit code: (\d+)", open(os.path.join(out, "command.txt")).read()).group(1))
+                check(code in (0, 1), f"the run's exit code {code}")
+                if args == ["--trigger"]:
+                    check(code == 1, "fibtest --trigger FAILs")
+                check_dir(out, code, True)
         else:
             rundir = os.path.join(tmp, "run")
             os.makedirs(rundir)
@@ -84,6 +131,8 @@ def main():
                 p = report(build, out, ["--wait", "0"], dict(os.environ, KREPRO_RUNDIR=rundir))
             check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
             check_dir(out, 128, False)
+            if os.path.isfile(os.path.join(TOP, "docs", "bisect", "rt_starve", "result.json")):
+                bisect_mail(tmp)
     finish()
 
 

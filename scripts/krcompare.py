@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Description: run a krepro program N times on each of two sides (two kernels in guests,
+two commits of one tree, or two sets of options on this machine) and compare the runs as
+the kernel test robot (LKP) does: the verdict counts, the metric's mean, %stddev and
+%change, and whether the two sets of runs are separate.
+
+Used by scripts/compare (its command line), scripts/vm/kernel-bisect (the culprit check)
+and scripts/report (the mail). Reads each run's `--format json` report, and of it only
+verdict, exit_code, metric {name, value, unit}, threshold, rule, environment and
+known_causes (or causes): never the text.
+
+Separate (LKP's rule): at least 3 conclusive runs (PASS or FAIL with a metric value) on
+each side, and the two ranges [min, max] do not overlap.
+"""
+import fcntl, hashlib, json, math, os, re, subprocess, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+CACHE = os.environ.get("KREPRO_CACHE", "/var/cache/krepro")
+WIDTH = 72
+MIN_RUNS = 3
+MAX_ROWS = 8   # measurements shown under the metric: those that changed (separate)
+WORDS = {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP"}
+ORDER = ["FAIL", "PASS", "SKIP", "ERROR"]
+
+
+class Usage(Exception):
+    pass
+
+
+def word(code):
+    return WORDS.get(code, "ERROR")
+
+
+# ---- the program's options --------------------------------------------------------------------
+
+def json_args(args):
+    """ARGS with the output options taken out and --format json added: a run's numbers are
+    read from its JSON report, whatever the user's predicate printed."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("--format", "--csv"):
+            skip = True
+        elif a == "--quiet" or a.startswith(("--format=", "--csv=")):
+            pass
+        else:
+            out.append(a)
+    return out + ["--format", "json"]
+
+
+def program_path(prog, static):
+    """A path, or a program name: build-static/NAME/NAME (guests) or build/NAME/NAME."""
+    if os.sep in prog:
+        return os.path.abspath(prog)
+    build = os.environ.get("KREPRO_BUILD") if not static else None
+    build = build or os.path.join(TOP, "build-static" if static else "build")
+    return os.path.join(build, prog, prog)
+
+
+# ---- kernels ----------------------------------------------------------------------------------
+
+def kernel_spec(spec, tree=None, flock=None, config=None):
+    """A kernel to boot: {"image", "config" (or None), "expect": {release, utsversion} or None,
+    "name"}. SPEC: a Debian flavour (scripts/vm/debian-kernel: amd64, 6.12-amd64, rt-amd64,
+    ...), built:NAME (scripts/vm/build-kernels), commit:REV (built from TREE with
+    bisect-kernel --build-only), a directory bisect-kernel --build-only wrote, or a bzImage."""
+    if spec.startswith("commit:"):
+        if not tree:
+            raise Usage(f"{spec}: needs --tree (the kernel tree to build it from)")
+        return build_commit(tree, spec[len("commit:"):], flock, config=config)
+    if spec.startswith("built:"):
+        d = os.path.join(CACHE, "kernels", spec[len("built:"):])
+        if not os.path.isfile(os.path.join(d, "bzImage")):
+            raise Usage(f"{spec}: no {d}/bzImage (scripts/vm/build-kernels {spec[6:]})")
+        return built_dir(d, spec)
+    if os.path.isdir(spec):
+        if not os.path.isfile(os.path.join(spec, "bzImage")):
+            raise Usage(f"{spec}: a directory without bzImage")
+        return built_dir(spec, spec)
+    if os.sep in spec:
+        if not os.path.isfile(spec):
+            raise Usage(f"{spec}: no such kernel image")
+        return {"image": os.path.abspath(spec), "config": None, "expect": None, "name": spec}
+    r = subprocess.run([os.path.join(HERE, "vm", "debian-kernel"), spec], text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode:
+        raise Usage(f"kernel {spec}: {r.stderr.strip()}")
+    return {"image": r.stdout.strip(), "config": None, "expect": None, "name": spec}
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def built_dir(d, name):
+    """a directory with bzImage, release and (from bisect-kernel --build-only) utsversion"""
+    rel = read(os.path.join(d, "release")) or None
+    cfg = os.path.join(d, "config-" + rel) if rel else None
+    expect = {"release": rel, "utsversion": read(os.path.join(d, "utsversion")) or None} if rel else None
+    k = {"image": os.path.join(os.path.abspath(d), "bzImage"),
+         "config": cfg if cfg and os.path.isfile(cfg) else None, "expect": expect, "name": name}
+    commit = read(os.path.join(d, "commit"))
+    if commit:
+        k["commit"] = commit
+        k["config_hash"] = read(os.path.join(d, "config-hash"))
+    return k
+
+
+def locked(cmd, flock, **kw):
+    """run CMD, holding FLOCK (flock(2), as flock(1) does) when asked: one hold per build
+    or run. The result's .seconds counts from when the lock was had."""
+    f = None
+    if flock:
+        f = open(flock, "a")
+        fcntl.flock(f, fcntl.LOCK_EX)
+    t0 = time.monotonic()
+    try:
+        try:
+            r = subprocess.run(cmd, **kw)
+        except subprocess.TimeoutExpired as e:
+            r = subprocess.CompletedProcess(cmd, 125, "", f"no result within {e.timeout} s")
+    finally:
+        if f:
+            f.close()
+    r.seconds = time.monotonic() - t0
+    return r
+
+
+def build_commit(tree, rev, flock=None, dest=None, config=None):
+    """build REV of TREE with bisect-kernel --build-only into DEST (default: under the cache,
+    by commit and config); the checkout of TREE is restored after."""
+    g = lambda *a: subprocess.run(["git", "-C", tree] + list(a), text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = g("rev-parse", "--verify", "-q", rev + "^{commit}")
+    if r.returncode:
+        raise Usage(f"commit:{rev}: no such commit in {tree}")
+    commit = r.stdout.strip()
+    if g("diff", "--quiet", "HEAD").returncode:
+        raise Usage(f"{tree} has local changes")
+    head = g("symbolic-ref", "-q", "--short", "HEAD").stdout.strip() or g("rev-parse", "HEAD").stdout.strip()
+    dest = dest or os.path.join(CACHE, "kernels", "commit-" + commit[:12])
+    if not os.path.isfile(os.path.join(dest, "bzImage")) or read(os.path.join(dest, "commit")) != commit:
+        saved = None
+        cfg = os.path.join(tree, ".config")
+        if os.path.isfile(cfg):
+            with open(cfg) as f:
+                saved = f.read()
+        env = dict(os.environ)
+        if config:
+            env["KREPRO_BISECT_CONFIG"] = os.path.abspath(config)
+        try:
+            g("checkout", "-q", "--detach", commit)
+            r = locked([os.path.join(HERE, "vm", "bisect-kernel"), "--build-only", dest], flock,
+                       cwd=tree, env=env)
+        finally:
+            g("checkout", "-q", head)
+            if saved is not None:
+                with open(cfg, "w") as f:
+                    f.write(saved)
+        if r.returncode:
+            raise Usage(f"commit:{rev} ({commit[:12]}) does not build (exit {r.returncode})")
+    k = built_dir(dest, rev)
+    k["name"] = rev
+    return k
+
+
+# ---- one run --------------------------------------------------------------------------------------
+
+def parse_report(stdout):
+    """the program's JSON report in STDOUT (the last line that parses), or None"""
+    text = stdout.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def run_once(side, prog, args, flock=None, timeout=900):
+    """one run of PROG on SIDE (a dict: "kernel" from kernel_spec, or None for this machine,
+    "vmrun" options): a result dict. A guest must boot the kernel it was given."""
+    cmd_args = json_args(args + side.get("args", []))
+    k = side.get("kernel")
+    if k:
+        cmd = [os.path.join(HERE, "vmrun"), "-v", "--kernel", k["image"]]
+        if k.get("config"):
+            cmd += ["--config", k["config"]]
+        cmd += side.get("vmrun", []) + ["--", prog] + cmd_args
+    else:
+        cmd = [prog] + cmd_args
+        if not any(a == "--wait" or a.startswith("--wait=") for a in cmd_args):
+            cmd += ["--wait", "600"]
+    p = locked(cmd, flock, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    code, out, err = p.returncode, p.stdout or "", p.stderr or ""
+    res = {"exit_code": code, "seconds": round(p.seconds, 1), "verdict": word(code),
+           "value": None, "verdict_line": None, "release": None, "reason": None}
+    if k:
+        m = re.search(r"^vmrun: guest booted (\S+) in ", err, re.M)
+        v = re.search(r"^vmrun: vmrun-guest: uname -v (.*)$", err, re.M)
+        res["release"] = m.group(1) if m else None
+        exp = k.get("expect")
+        if m and exp and (m.group(1) != exp["release"] or
+                          (v and exp.get("utsversion") and v.group(1) != exp["utsversion"])):
+            raise Usage(f"the guest booted {m.group(1)} ({v.group(1) if v else '?'}), not the "
+                        f"kernel built as {exp['release']} ({exp.get('utsversion')})")
+    else:
+        res["release"] = os.uname().release
+    rep = parse_report(out)
+    if rep is None:
+        tail = [l for l in err.strip().splitlines() if l.strip()][-1:] or ["no report"]
+        res.update(verdict="SKIP" if code == 125 else "ERROR", reason=tail[0][:200])
+        return res
+    metric = rep.get("metric") or {}
+    val = metric.get("value")
+    res.update(verdict=rep.get("verdict") or word(code), exit_code=rep.get("exit_code", code),
+               value=val if isinstance(val, (int, float)) and math.isfinite(val) else None,
+               metric=metric.get("name"), unit=metric.get("unit") or "",
+               threshold=rep.get("threshold"), rule=rep.get("rule"), reason=rep.get("reason"),
+               verdict_line=rep.get("verdict_line"), program=rep.get("program"),
+               measurements={k: v for k, v in (rep.get("measurements") or {}).items()
+                             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)},
+               environment=rep.get("environment") or {},
+               causes=rep.get("causes", rep.get("known_causes")) or [])
+    return res
+
+
+# ---- statistics and the table --------------------------------------------------------------------
+
+def stats(runs, metric=None, measurement=None):
+    """counts per verdict, and mean, stddev (n-1), %stddev, min, max of the metric (or of
+    one of the JSON's measurements) over the conclusive runs (PASS or FAIL with a value; a
+    SKIP's precondition was not met)"""
+    counts = {}
+    for r in runs:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    if measurement:
+        vals = [r["measurements"][measurement] for r in runs if r["verdict"] in ("PASS", "FAIL")
+                and measurement in (r.get("measurements") or {})]
+    else:
+        vals = [r["value"] for r in runs if r["verdict"] in ("PASS", "FAIL") and r.get("value") is not None
+                and (metric is None or r.get("metric") == metric)]
+    s = {"runs": len(runs), "counts": counts, "n": len(vals), "mean": None, "stddev": None,
+         "stddev_pct": None, "min": None, "max": None}
+    if vals:
+        mean = sum(vals) / len(vals)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
+        s.update(mean=mean, stddev=sd, min=min(vals), max=max(vals),
+                 stddev_pct=100 * sd / abs(mean) if mean else None)
+    return s
+
+
+def separate(a, b):
+    """LKP's rule: >= 3 conclusive runs a side and the ranges do not overlap"""
+    if a["n"] < MIN_RUNS or b["n"] < MIN_RUNS:
+        return False
+    return a["max"] < b["min"] or b["max"] < a["min"]
+
+
+def change_pct(a, b):
+    if a["mean"] is None or b["mean"] is None or a["mean"] == 0:
+        return None
+    return 100 * (b["mean"] - a["mean"]) / abs(a["mean"])
+
+
+def compare(sides, metric=None):
+    """the comparison of two sides' runs: a dict (written as JSON by scripts/compare)"""
+    if metric is None:
+        names = [r.get("metric") for s in sides for r in s["runs"] if r.get("metric")]
+        metric = max(set(names), key=names.count) if names else None
+    any_run = next((r for s in sides for r in s["runs"] if r.get("metric") == metric), {})
+    out = {"kind": "krepro-compare", "version": 1, "program": any_run.get("program"),
+           "metric": {"name": metric, "unit": any_run.get("unit", "")},
+           "threshold": any_run.get("threshold"), "rule": any_run.get("rule"),
+           "separate_rule": "at least %d conclusive runs a side and the ranges [min, max] "
+                            "do not overlap (LKP)" % MIN_RUNS, "sides": []}
+    for s in sides:
+        st = stats(s["runs"], metric)
+        causes = []
+        for r in s["runs"]:
+            for c in r.get("causes") or []:
+                if c not in causes:
+                    causes.append(c)
+        env = next((r["environment"] for r in s["runs"] if r.get("environment")), {})
+        out["sides"].append(dict({k: v for k, v in s.items() if k != "kernel"},
+                                 kernel=(s.get("kernel") or {}).get("name"),
+                                 image=(s.get("kernel") or {}).get("image"),
+                                 commit=(s.get("kernel") or {}).get("commit"),
+                                 stats=st, causes=causes, environment=env))
+    a, b = out["sides"][0]["stats"], out["sides"][1]["stats"]
+    out["change_pct"] = change_pct(a, b)
+    out["separate"] = separate(a, b)
+    # the other numbers the runs report (JSON measurements): those that changed, LKP-like
+    out["measurements"] = []
+    keys = []
+    for s in sides:
+        for r in s["runs"]:
+            keys += [k for k in r.get("measurements") or {} if k not in keys]
+    for k in keys:
+        if k == metric:
+            continue
+        ma, mb = (stats(s["runs"], measurement=k) for s in sides)
+        if ma["n"] and mb["n"]:
+            out["measurements"].append({"name": k, "stats": [ma, mb], "change_pct": change_pct(ma, mb),
+                                        "separate": separate(ma, mb)})
+    return out
+
+
+def fmt(v):
+    """three significant digits, as the programs print their metrics"""
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    return ("%.0f" if a >= 100 else "%.1f" if a >= 10 else "%.2f" if a >= 1 or a == 0 else
+            "%.3f" if a >= 0.1 else "%.3g") % v
+
+
+def counts_text(st):
+    c = st["counts"]
+    if len(c) == 1:
+        (w, n), = c.items()
+        return f"{w} {n}/{st['runs']}"
+    return " ".join(f"{w[0]}{c[w]}" for w in ORDER if w in c) + f" /{st['runs']}"
+
+
+def cell(st):
+    if st["mean"] is None:
+        return "n/a"
+    pct = st["stddev_pct"]
+    return fmt(st["mean"]) + (" ± %2.0f%%" % pct if pct is not None and pct >= 0.5 else "")
+
+
+def side_label(s, width=27):
+    lab = s.get("label") or s.get("kernel") or "this machine"
+    return lab if len(lab) <= width else lab[:width - 1] + "~"
+
+
+def table(cmp):
+    """the LKP-style table of a comparison, every line within 72 columns"""
+    a, b = cmp["sides"]
+    sa, sb = a["stats"], b["stats"]
+    m = cmp["metric"]
+    name = f"{cmp.get('program') or 'krepro'}.{m['name']}" + (f" ({m['unit']})" if m.get("unit") else "")
+    chg = cmp["change_pct"]
+    chg_t = "n/a" if chg is None else "%+.1f%%" % chg
+    row = lambda x, c, y, lab: f"{x:>16} {c:>10} {y:>16}  {lab}".rstrip()
+    lines = [f"{side_label(a, 16):>16} {side_label(b):>27}", "-" * 16 + " " + "-" * 27,
+             row("%stddev", "%change", "%stddev", ""), row("\\", "|", "\\", ""),
+             row(counts_text(sa), "", counts_text(sb), "verdicts"),
+             row(cell(sa), chg_t, cell(sb), name[:WIDTH - 46]),
+             row(f"{fmt(sa['min'])} .. {fmt(sa['max'])}" if sa["n"] else "n/a", "",
+                 f"{fmt(sb['min'])} .. {fmt(sb['max'])}" if sb["n"] else "n/a", "min .. max")]
+    shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
+    for m in shown:
+        c = m["change_pct"]
+        lines.append(row(cell(m["stats"][0]), "n/a" if c is None else "%+.1f%%" % c, cell(m["stats"][1]),
+                         f"{cmp.get('program') or 'krepro'}.{m['name']}"[:WIDTH - 46]))
+    if cmp["separate"]:
+        verdict = "separate: the ranges do not overlap (%d and %d runs)" % (sa["n"], sb["n"])
+    elif sa["n"] < MIN_RUNS or sb["n"] < MIN_RUNS:
+        verdict = "not separate: fewer than %d conclusive runs a side (%d, %d)" % (MIN_RUNS, sa["n"], sb["n"])
+    else:
+        verdict = "not separate: the ranges overlap"
+    lines += ["", verdict]
+    return "\n".join(l[:WIDTH] for l in lines)
+
+
+def header(cmp):
+    """the lines above the table: each side (label, release, where, options), the verdicts"""
+    import textwrap
+    sides = cmp["sides"]
+    w = min(16, max(len(side_label(s, 16)) for s in sides))
+    lines = []
+    for tag, s in zip("ab", sides):
+        rel = sorted({r["release"] for r in s["runs"] if r.get("release")})
+        args = " ".join(s.get("args") or [])
+        parts = [", ".join(rel)] + [s.get("where") or ""] + ["options " + args if args else ""] + \
+            ["commit " + s["commit"][:12] if s.get("commit") and s["commit"][:12] != s.get("label") else ""]
+        text = f"{tag}: {side_label(s, 16):<{w}}  " + ", ".join(p for p in parts if p)
+        lines += textwrap.wrap(text, WIDTH, subsequent_indent=" " * (w + 5), break_on_hyphens=False)
+    lines.append("verdict: %s -> %s" % (counts_text(sides[0]["stats"]), counts_text(sides[1]["stats"])))
+    return "\n".join(lines)
