@@ -4,15 +4,17 @@
 # direct writes in the per-sb dio workqueue (6.18 here) the default run must FAIL and
 # --mitigate must PASS; nothing may be left behind after a run or a SIGINT in the RT phase.
 set -u
-prog=$1
+prog=$(realpath "$1")
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-# a work dir on the build tree's filesystem (tmpfs has no direct I/O: the program skips)
+# a work dir on the build tree's filesystem, the runs' current directory (tmpfs has no
+# direct I/O: the program skips)
 work=$(mktemp -d "$PWD/dio_kworker-test.XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 99
 
 kworkers_not_other() { ps -eLo cls=,comm= | awk '$2 ~ /^kworker\// && $1 != "TS"'; }
 leftovers() {
@@ -24,13 +26,13 @@ leftovers() {
 
 # tmpfs is refused before anything changes
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
-	"$prog" --wait 120 --dir /dev/shm --quiet >/dev/null
+	(cd /dev/shm && "$prog" --wait 120 --quiet >/dev/null)
 	rc=$?
-	[ $rc = 129 ] || bad "--dir /dev/shm: exit $rc, expected 129"
+	[ $rc = 129 ] || bad "in /dev/shm: exit $rc, expected 129"
 fi
 
 # default: the RT submitter on the completion CPU starves its own completions
-out=$("$prog" --wait 120 --dir "$work" --format=json)
+out=$("$prog" --wait 120 --format=json)
 rc=$?
 [ $rc = 77 ] && exit 77
 [ $rc = 129 ] && { echo "SKIP: $out"; exit 77; }
@@ -40,14 +42,14 @@ echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("defaul
 [ -z "$(leftovers)" ] || bad "default: left behind: $(leftovers)"
 
 # --mitigate: the completion CPU's kworkers above the submitter; restored after
-out=$("$prog" --wait 120 --dir "$work" --mitigate --quiet)
+out=$("$prog" --wait 120 --mitigate --quiet)
 rc=$?
 echo "mitigate: $out"
 [ $rc = 0 ] || bad "--mitigate: exit $rc, expected 0 (PASS)"
 [ -z "$(leftovers)" ] || bad "--mitigate: left behind: $(leftovers)"
 
 # SIGINT in the RT test phase (after the 1 s baseline) of a --mitigate run
-"$prog" --wait 120 --dir "$work" --mitigate --duration 1 --quiet >/dev/null 2>&1 &
+"$prog" --wait 120 --mitigate --duration 1 --quiet >/dev/null 2>&1 &
 pid=$!
 # the RT phase is when --mitigate has raised the kworkers: waited for (not a fixed 1.6 s,
 # which a slow start would spend in the baseline), up to 60 s

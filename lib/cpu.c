@@ -21,67 +21,54 @@ void kr_cpus_free(struct kr_cpus *s)
 	*s = (struct kr_cpus){ 0, NULL };
 }
 
-/* append cpu (callers keep the list ascending) */
-static int add_cpu(struct kr_cpus *s, int cpu)
-{
-	int *c = s->n % 64 ? s->cpu : realloc(s->cpu, sizeof(int) * (size_t)(s->n + 64));
-
-	if (!c)
-		return -1;
-	s->cpu = c;
-	s->cpu[s->n++] = cpu;
-	return 0;
-}
-
-static int cmp_cpu(const void *a, const void *b)
-{
-	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
-int kr_cpus_parse(const char *list, struct kr_cpus *out)
-{
-	const char *p = list ? list : "";
-
-	*out = (struct kr_cpus){ 0, NULL };
-	while (isdigit((unsigned char)*p)) {
-		char *end;
-		errno = 0;
-		long a = strtol(p, &end, 10);
-		long b = *end == '-' && isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : a;
-		if (errno || b < a || b >= KR_MAX_CPUS ||
-		    (*end && *end != '\n' && (*end != ',' || !isdigit((unsigned char)end[1]))))
-			break;
-		for (; a <= b; a++)
-			if (out->n >= KR_MAX_CPUS || add_cpu(out, (int)a) < 0)
-				goto bad;
-		if (*end != ',') {
-			p = end;
-			break;
-		}
-		p = end + 1;
-	}
-	if (*p && strcmp(p, "\n"))
-		goto bad;
-	/* "1,0" and "0-2,1" are lists too: kept ascending, each CPU once */
-	if (out->n)
-		qsort(out->cpu, (size_t)out->n, sizeof(int), cmp_cpu);
-	int n = 0;
-	for (int i = 0; i < out->n; i++)
-		if (!n || out->cpu[i] != out->cpu[n - 1])
-			out->cpu[n++] = out->cpu[i];
-	return out->n = n;
-bad:
-	kr_cpus_free(out);
-	errno = EINVAL;
-	return -1;
-}
-
 bool kr_cpus_has(const struct kr_cpus *s, int cpu)
 {
 	for (int i = 0; i < s->n; i++)
 		if (s->cpu[i] == cpu)
 			return true;
 	return false;
+}
+
+/* kept ascending, each CPU once: in order, an append */
+int kr_cpus_add(struct kr_cpus *s, int cpu)
+{
+	int i = s->n, *c = s->n % 64 ? s->cpu : realloc(s->cpu, sizeof(int) * (size_t)(s->n + 64));
+
+	if (!c)
+		return -1;
+	for (s->cpu = c; i > 0 && c[i - 1] > cpu; i--)
+		;
+	if (i > 0 && c[i - 1] == cpu)
+		return 0;
+	memmove(c + i + 1, c + i, sizeof(int) * (size_t)(s->n - i));
+	c[i] = cpu;
+	return s->n++, 0;
+}
+
+int kr_cpus_parse(const char *list, struct kr_cpus *out)
+{
+	const char *p = list ? list : "";
+	char *end;
+
+	*out = (struct kr_cpus){ 0, NULL };
+	while (isdigit((unsigned char)*p)) {
+		errno = 0;
+		long a = strtol(p, &end, 10);
+		long b = *end == '-' && isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : a;
+		if (errno || b < a || b >= KR_MAX_CPUS)
+			break;
+		while (a <= b && kr_cpus_add(out, (int)a) == 0)
+			a++;
+		/* on to the next after a ','; else the end (out of memory: p stays, malformed) */
+		p = a <= b ? p : *end == ',' && isdigit((unsigned char)end[1]) ? end + 1 : end;
+		if (p != end + 1)
+			break;
+	}
+	if (*p && strcmp(p, "\n")) { /* "1,,2", "2-1", "(null)": nothing kept */
+		kr_cpus_free(out);
+		return errno = EINVAL, -1;
+	}
+	return out->n;
 }
 
 char *kr_cpus_list(const struct kr_cpus *s, char *buf, size_t len)
@@ -101,6 +88,30 @@ char *kr_cpus_list(const struct kr_cpus *s, char *buf, size_t len)
 	return buf;
 }
 
+/* a CPU list of /sys/devices/system/cpu/ (nohz_full reads "(null)" on kernels built with
+ * NO_HZ_FULL but booted without it: empty); returns the count, -1 if unreadable */
+static int sysfs_cpus(const char *file, struct kr_cpus *out)
+{
+	char path[64], buf[4096] = "";
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/%s", file);
+	return kr_read_file(path, buf, sizeof(buf)) < 0 ? (*out = (struct kr_cpus){ 0, NULL }, -1)
+							: kr_cpus_parse(buf, out);
+}
+
+int kr_nr_cpu_ids(void)
+{
+	static int ids;
+	struct kr_cpus s = { 0, NULL };
+
+	if (!ids && sysfs_cpus("possible", &s) > 0)
+		ids = s.cpu[s.n - 1] + 1;
+	kr_cpus_free(&s);
+	if (!ids) /* without sysfs: the online count is a floor; affinity calls grow past it */
+		ids = sysconf(_SC_NPROCESSORS_CONF) > 0 ? (int)sysconf(_SC_NPROCESSORS_CONF) : 1;
+	return ids;
+}
+
 char *kr_cpus_mask(const struct kr_cpus *s, int nbits, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -115,10 +126,8 @@ char *kr_cpus_mask(const struct kr_cpus *s, int nbits, char *buf, size_t len)
 		for (; k >= 0 && s->cpu[k] >= w * 32; k--)
 			v |= 1U << (s->cpu[k] - w * 32);
 		size_t n = (size_t)snprintf(buf + o, len - o, o ? ",%08x" : "%x", v);
-		if (n >= len - o) {
-			errno = ENOSPC;
-			return NULL;
-		}
+		if (n >= len - o)
+			return errno = ENOSPC, NULL;
 		o += n;
 	}
 	return buf;
@@ -146,7 +155,7 @@ int kr_affinity_get(pid_t tid, struct kr_cpus *out)
 		cpu_set_t *set = CPU_ALLOC(n);
 		int r = set ? sched_getaffinity(tid, size, set) : -1;
 		for (int c = 0; r == 0 && c < n; c++)
-			if (CPU_ISSET_S(c, size, set) && add_cpu(out, c))
+			if (CPU_ISSET_S(c, size, set) && kr_cpus_add(out, c))
 				r = -1;
 		CPU_FREE(set);
 		if (r == 0 || errno != EINVAL)
@@ -172,11 +181,8 @@ int kr_pin(pid_t tid, int cpu)
 
 int kr_online_cpus(struct kr_cpus *out)
 {
-	char buf[4096];
-
 	/* without sysfs (some containers): the CPUs we may use are online */
-	if (kr_read_file("/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
-	    kr_cpus_parse(buf, out) <= 0)
+	if (sysfs_cpus("online", out) <= 0)
 		kr_affinity_get(0, out);
 	return out->n;
 }
@@ -190,23 +196,6 @@ int kr_nr_cpus_online(void)
 	return n;
 }
 
-int kr_nr_cpu_ids(void)
-{
-	static int ids;
-	char buf[4096] = "";
-	struct kr_cpus s;
-
-	if (ids)
-		return ids;
-	kr_read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf));
-	if (kr_cpus_parse(buf, &s) > 0)
-		ids = s.cpu[s.n - 1] + 1;
-	kr_cpus_free(&s);
-	/* without sysfs: the online count is a floor; affinity calls grow past it */
-	return ids ? ids : (ids = (int)sysconf(_SC_NPROCESSORS_CONF) > 0
-					 ? (int)sysconf(_SC_NPROCESSORS_CONF) : 1);
-}
-
 /* The affinity the process had when kr_main started, before any thread pinned itself. */
 static struct kr_cpus start_aff;
 
@@ -216,25 +205,11 @@ void kr_cpus_init(void)
 	kr_affinity_get(0, &start_aff);
 }
 
-int kr_cpus_add(struct kr_cpus *s, int cpu)
-{
-	int i = s->n;
-
-	if (kr_cpus_has(s, cpu))
-		return 0;
-	if (add_cpu(s, cpu) < 0)
-		return -1;
-	for (; i > 0 && s->cpu[i - 1] > cpu; i--) /* kept ascending */
-		s->cpu[i] = s->cpu[i - 1];
-	s->cpu[i] = cpu;
-	return 0;
-}
-
 int kr_cpus_and(const struct kr_cpus *a, const struct kr_cpus *b, struct kr_cpus *out)
 {
 	*out = (struct kr_cpus){ 0, NULL };
 	for (int i = 0; i < a->n; i++)
-		if (kr_cpus_has(b, a->cpu[i]) && add_cpu(out, a->cpu[i]) < 0)
+		if (kr_cpus_has(b, a->cpu[i]) && kr_cpus_add(out, a->cpu[i]) < 0)
 			return -1;
 	return out->n;
 }
@@ -242,13 +217,14 @@ int kr_cpus_and(const struct kr_cpus *a, const struct kr_cpus *b, struct kr_cpus
 /* sched_getaffinity() gives the mask and the active CPUs: offline ones (holes) are out */
 int kr_usable_cpus(struct kr_cpus *out)
 {
+	size_t size = sizeof(int) * (size_t)((start_aff.n + 63) / 64 * 64); /* as kr_cpus_add */
+
 	if (!start_aff.n)
 		return kr_affinity_get(0, out);
-	*out = (struct kr_cpus){ start_aff.n, malloc(sizeof(int) * (size_t)start_aff.n) };
+	*out = (struct kr_cpus){ start_aff.n, malloc(size) };
 	if (!out->cpu)
 		return out->n = 0;
-	memcpy(out->cpu, start_aff.cpu, sizeof(int) * (size_t)out->n);
-	return out->n;
+	return memcpy(out->cpu, start_aff.cpu, sizeof(int) * (size_t)out->n), out->n;
 }
 
 int kr_cpu_pick_avoiding(const struct kr_cpus *usable, const struct kr_cpus *avoid, int want,
@@ -269,63 +245,37 @@ int kr_cpu_pick_avoiding(const struct kr_cpus *usable, const struct kr_cpus *avo
 	return *victim < 0 ? -1 : 0;
 }
 
-/* nohz_full reads "(null)" on kernels built with NO_HZ_FULL but booted without it: empty */
-static void isolated_cpus(struct kr_cpus *nohz, struct kr_cpus *iso)
-{
-	char n[4096] = "", i[4096] = "";
-
-	kr_read_file("/sys/devices/system/cpu/nohz_full", n, sizeof(n));
-	kr_read_file("/sys/devices/system/cpu/isolated", i, sizeof(i));
-	kr_cpus_parse(n, nohz);
-	kr_cpus_parse(i, iso);
-}
-
 int kr_cpu_pick(const struct kr_cpus *usable, int want, int *victim, int *other)
 {
-	struct kr_cpus nohz, iso, avoid = { 0, NULL };
+	struct kr_cpus avoid, iso;
 
-	isolated_cpus(&nohz, &iso);
-	for (int i = 0; i < nohz.n; i++)
-		add_cpu(&avoid, nohz.cpu[i]);
+	sysfs_cpus("nohz_full", &avoid);
+	sysfs_cpus("isolated", &iso);
 	for (int i = 0; i < iso.n; i++)
-		if (!kr_cpus_has(&avoid, iso.cpu[i]))
-			add_cpu(&avoid, iso.cpu[i]);
-	if (avoid.n)
-		qsort(avoid.cpu, (size_t)avoid.n, sizeof(int), cmp_cpu);
+		kr_cpus_add(&avoid, iso.cpu[i]);
 	int r = kr_cpu_pick_avoiding(usable, &avoid, want, victim, other);
-	kr_cpus_free(&nohz);
-	kr_cpus_free(&iso);
 	kr_cpus_free(&avoid);
+	kr_cpus_free(&iso);
 	return r;
 }
 
 const char *kr_cpus_unusable(char *buf, size_t len)
 {
-	struct kr_cpus on, us, nohz, iso;
-	char a[256], b[256], c[256], d[256];
+	struct kr_cpus s[4]; /* usable, online, isolated, nohz_full */
+	char l[4][256];
 
-	kr_online_cpus(&on);
-	kr_usable_cpus(&us);
-	isolated_cpus(&nohz, &iso);
-	bool aff = on.n != us.n, i = iso.n, n = nohz.n;
-	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s",
-		 us.n ? kr_cpus_list(&us, a, sizeof(a)) : "none", kr_cpus_list(&on, b, sizeof(b)),
+	kr_usable_cpus(&s[0]);
+	kr_online_cpus(&s[1]);
+	sysfs_cpus("isolated", &s[2]);
+	sysfs_cpus("nohz_full", &s[3]);
+	for (int i = 0; i < 4; i++)
+		kr_cpus_list(&s[i], l[i], sizeof(l[i]));
+	bool aff = s[0].n != s[1].n, i = s[2].n, n = s[3].n;
+	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s", s[0].n ? l[0] : "none", l[1],
 		 aff ? " (affinity: cpuset, taskset" : "", aff && i ? ", isolcpus" : "",
-		 aff ? ")" : "", i ? "; isolated " : "", kr_cpus_list(&iso, c, sizeof(c)),
-		 n ? "; nohz_full " : "", kr_cpus_list(&nohz, d, sizeof(d)));
-	kr_cpus_free(&on);
-	kr_cpus_free(&us);
-	kr_cpus_free(&nohz);
-	kr_cpus_free(&iso);
-	return buf;
-}
-
-static const char *isolation_of(int cpu, const struct kr_cpus *nohz, const struct kr_cpus *iso,
-				char *buf, size_t len)
-{
-	bool n = kr_cpus_has(nohz, cpu), i = kr_cpus_has(iso, cpu);
-
-	snprintf(buf, len, "%s%s%s", n ? "nohz_full" : "", n && i ? "," : "", i ? "isolated" : "");
+		 aff ? ")" : "", i ? "; isolated " : "", l[2], n ? "; nohz_full " : "", l[3]);
+	for (int k = 0; k < 4; k++)
+		kr_cpus_free(&s[k]);
 	return buf;
 }
 
@@ -336,7 +286,8 @@ const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *is
 
 	kr_cpus_parse(nohz_full, &nohz);
 	kr_cpus_parse(isolated, &iso);
-	isolation_of(cpu, &nohz, &iso, buf, len);
+	bool n = kr_cpus_has(&nohz, cpu), i = kr_cpus_has(&iso, cpu);
+	snprintf(buf, len, "%s%s%s", n ? "nohz_full" : "", n && i ? "," : "", i ? "isolated" : "");
 	kr_cpus_free(&nohz);
 	kr_cpus_free(&iso);
 	return buf;
@@ -344,13 +295,11 @@ const char *kr_cpu_isolation_from(int cpu, const char *nohz_full, const char *is
 
 const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
 {
-	struct kr_cpus nohz, iso;
+	char n[4096] = "", i[4096] = "";
 
-	isolated_cpus(&nohz, &iso);
-	isolation_of(cpu, &nohz, &iso, buf, len);
-	kr_cpus_free(&nohz);
-	kr_cpus_free(&iso);
-	return buf;
+	kr_read_file("/sys/devices/system/cpu/nohz_full", n, sizeof(n));
+	kr_read_file("/sys/devices/system/cpu/isolated", i, sizeof(i));
+	return kr_cpu_isolation_from(cpu, n, i, buf, len);
 }
 
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)

@@ -140,28 +140,20 @@ int kr_irq_list(int *irqs, int max)
 
 /* ---- what this kernel runs in threads ---- */
 
-/* The next parameter of a kernel command line, split as the kernel's next_arg() does
- * (quotes keep spaces); false at the end, and at "--": what follows is init's. */
-static bool next_param(const char **p, const char **arg, size_t *len)
-{
-	const char *s = *p + strspn(*p, " \t\n");
-	size_t n = 0;
-
-	for (bool quoted = false; s[n] && (quoted || !isspace((unsigned char)s[n])); n++)
-		quoted ^= s[n] == '"';
-	*p = s + n, *arg = s, *len = n;
-	return n && (n != 2 || strncmp(s, "--", 2));
-}
-
-/* cmdline has name as a whole parameter: exactly, or (early) as an early_param() takes
- * it: with any value or none, '-' as '_' (parameq()), in quotes */
+/* cmdline has name as a whole parameter, split as the kernel's next_arg() does (quotes
+ * keep spaces) up to "--" (what follows is init's): exactly, or (early) as an
+ * early_param() takes it: with any value or none, '-' as '_' (parameq()), in quotes */
 static bool has_param(const char *cmdline, const char *name, bool early)
 {
-	const char *a;
-	size_t n, i;
+	size_t n = 0, i;
 
-	while (cmdline && next_param(&cmdline, &a, &n)) {
-		bool q = early && *a == '"';
+	for (const char *a = cmdline; a && *(a += n + strspn(a + n, " \t\n"));) {
+		bool q = false;
+		for (n = 0; a[n] && (q || !isspace((unsigned char)a[n])); n++)
+			q ^= a[n] == '"';
+		if (!n || (n == 2 && !strncmp(a, "--", 2))) /* empty: at a "\r" */
+			break;
+		q = early && *a == '"';
 		for (a += q, n -= q, i = 0; i < n && name[i] && (a[i] == name[i] ||
 		     (early && strchr("-_", a[i]) && strchr("-_", name[i]))); i++)
 			;

@@ -300,11 +300,9 @@ int kr_read_schedstat(pid_t pid, pid_t tid, struct kr_schedstat *s); /* tid 0: t
 /* /proc/PID/stat fields we need: state, ppid, flags, policy, rt_priority, processor,
  * starttime */
 struct kr_taskstat {
-	char comm[64];
-	char state;
-	int ppid;
+	char comm[64], state;
+	int ppid, policy, rt_priority, processor;
 	unsigned long flags; /* PF_*: PF_KTHREAD 0x00200000 */
-	int policy, rt_priority, processor;
 	unsigned long long starttime;
 };
 int kr_parse_taskstat(const char *text, struct kr_taskstat *t);
@@ -342,13 +340,13 @@ int kr_interrupts_line(const char *line, const int *col_cpu, int ncol, int *irq,
  * "tsc=noirqtime"), not inside another ("foo.threadirqs", "threadirqs=0"), nor after "--"
  * (init's arguments) */
 bool kr_cmdline_has(const char *cmdline, const char *word);
-/* The running kernel as it describes itself (tests describe recorded ones) */
+/* The running kernel as it describes itself (tests describe recorded ones): release is
+ * uname -r ("6.12.117+deb12-rt-amd64"), version uname -v ("#1 SMP PREEMPT_RT Debian
+ * 6.12.117-1~deb12u1 ..."), cmdline /proc/cmdline, realtime /sys/kernel/realtime (the RT
+ * patch queue's only; NULL: absent), config its config text (kr_kconfig_text; NULL: none
+ * readable) */
 struct kr_kernel {
-	const char *release;  /* uname -r: "6.12.117+deb12-rt-amd64" */
-	const char *version;  /* uname -v: "#1 SMP PREEMPT_RT Debian 6.12.117-1~deb12u1 ..." */
-	const char *cmdline;  /* /proc/cmdline */
-	const char *realtime; /* /sys/kernel/realtime (RT patch queue only); NULL: absent */
-	const char *config;   /* its config text (kr_kconfig_text); NULL: none readable */
+	const char *release, *version, *cmdline, *realtime, *config;
 };
 const struct kr_kernel *kr_kernel_self(void);
 /* PREEMPT_RT: where the kernel says so ("uname -v", "/sys/kernel/realtime",
@@ -377,8 +375,7 @@ const char *kr_kconfig_text(void);
 /* ---- cpuidle (of one CPU: the one a phenomenon is measured on, not cpu0) ---- */
 #define KR_MAX_IDLE_STATES 16
 struct kr_idle_state {
-	char name[32];
-	char disable[8];	/* the raw "disable" file ("0", "1"), "?" if unreadable */
+	char name[32], disable[8]; /* disable: the raw file ("0", "1"), "?" if unreadable */
 	long latency_us, residency_us; /* exit latency, target residency; -1 if unreadable */
 	uint64_t usage;		/* entries so far */
 };
@@ -488,13 +485,13 @@ const char *kr_rundir(void);
 
 /* ---- cgroups ---- */
 struct kr_cgroups {
-	char v2[256];	       /* cgroup2 mount point, "" if none */
-	bool v2_cpu;	       /* cpu controller available on v2 */
-	char v1_cpu[256];      /* v1 hierarchy holding "cpu", "" if none */
-	char v1_cpuacct[256];  /* v1 hierarchy holding "cpuacct" ("" if none; may equal v1_cpu) */
+	/* where each is mounted, "" if nowhere: cgroup2, the v1 hierarchy holding "cpu", the
+	 * one holding "cpuacct" (may be the same) */
+	char v2[256], v1_cpu[256], v1_cpuacct[256];
 	/* the directory of the hierarchy each is mounted from: "/", or in a container
 	 * "/docker/ID" (/proc/self/cgroup's paths are the hierarchy's, not the mount's) */
 	char v2_root[256], v1_cpu_root[256];
+	bool v2_cpu; /* cpu controller available on v2 */
 };
 /* from /proc/self/mountinfo (text given for tests; NULL reads the real one); of mounts at
  * one place, the last (it hides the others) */
@@ -532,7 +529,8 @@ int kr_netns_socket(int nsfd, int domain, int type, int proto); /* a socket in n
  * both ends and lo up. */
 int kr_veth_create(int ns_a, const char *name_a, const char *addr_a, int ns_b,
 		   const char *name_b, const char *addr_b);
-/* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus") */
+/* write a sysfs file as seen from inside nsfd (e.g. "class/net/veth1/queues/rx-0/rps_cpus");
+ * a glob ("rx-*") writes every match (read: the first); -1 ENOENT when none */
 int kr_netns_sysfs_write(int nsfd, const char *relpath, const char *value);
 int kr_netns_sysfs_read(int nsfd, const char *relpath, char *buf, size_t len);
 /* SIOCETHTOOL on ifname in nsfd; cmd points to an ethtool command struct */

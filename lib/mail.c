@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -24,8 +23,8 @@
 
 static const struct kr_prog *the_prog;
 static struct kr_opts *the_opts;
-static char cause_text[4][256];
-static int ncauses;
+static char causes[4][256];
+static int ncauses, param_col; /* the column of the "params:" line being printed; 0: none */
 
 const struct kr_opts *kr_options(void)
 {
@@ -41,23 +40,15 @@ double kr_hard_cap_s(void)
 {
 	double cap = the_opts->duration_s * (the_opts->repeat + 2) + 30;
 
-	return (cap > the_prog->duration_max_s ? cap : the_prog->duration_max_s) + 5;
-}
-
-static int param_col; /* the column of the "params:" line being printed; 0: none */
-
-/* ends the params line, if one is open */
-static void params_end(void)
-{
-	if (param_col)
-		putchar('\n'), param_col = 0;
+	return fmax(cap, the_prog->duration_max_s) + 5;
 }
 
 void kr_say(const char *fmt, ...)
 {
 	va_list ap;
 
-	params_end();
+	if (param_col) /* ends the params line */
+		putchar('\n'), param_col = 0;
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -95,35 +86,29 @@ void kr_env_standard(const char *const *knobs)
 	struct utsname u;
 
 	(void)knobs; /* the mail carries the environment */
-	params_end();
 	uname(&u);
-	printf("%s (krepro %s mail form): %s %s, %d CPUs\n", the_prog->name, KR_VERSION,
-	       u.release, u.machine, (int)sysconf(_SC_NPROCESSORS_ONLN));
+	kr_say("%s (krepro %s mail form): %s %s, %d CPUs", the_prog->name, KR_VERSION, u.release,
+	       u.machine, (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 void kr_warn(const char *fmt, ...)
 {
-	va_list ap;
+	char line[1024];
 
-	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", the_prog->name);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
+	FORMAT(line, fmt);
+	fprintf(stderr, "%s: %s\n", the_prog->name, line);
 }
 
 void kr_cause(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (ncauses < 4)
-		vsnprintf(cause_text[ncauses++], sizeof(*cause_text), fmt, ap);
-	va_end(ap);
+	if (ncauses == 4)
+		return;
+	FORMAT(causes[ncauses], fmt);
+	ncauses++;
 }
 
-/* the verdict line, last: "NAME: VERDICT [why] [metric=V (limit T)] [extra]"; what does not
- * fit in 72 columns goes into a line above it */
+/* the verdict line, last: "NAME: VERDICT [why] [metric=V (limit T)] [extra]"; an extra
+ * that does not fit in 72 columns goes into a line above it */
 static int verdict_line(enum kr_verdict v, int code, double value, const char *why,
 			const char *extra)
 {
@@ -131,16 +116,15 @@ static int verdict_line(enum kr_verdict v, int code, double value, const char *w
 	int n = snprintf(line, 512, "%s: %s%s%s", the_prog->name,
 			 (const char *[]){ "PASS", "FAIL", "SKIP", "ERROR" }[v], *why ? " " : "", why);
 
-	params_end();
 	for (int i = 0; v == KR_FAIL && i < ncauses; i++)
-		printf("known cause: %s\n", cause_text[i]);
+		kr_say("known cause: %s", causes[i]);
 	if (v < KR_SKIP || (v == KR_SKIP && !isnan(value)))
 		n += snprintf(line + n, 256, " %s=%s%s (limit %s%s)", the_prog->metric,
 			      kr_format_value(value, vb, 32), the_prog->unit,
 			      kr_format_value(the_opts->threshold, tb, 32), the_prog->unit);
 	if (*extra && n + strlen(extra) + 1 > KR_TEXT_WIDTH)
-		printf("verdict: %s\n", extra), extra = "";
-	printf("%s%s%s\n", line, *extra ? " " : "", extra);
+		kr_say("verdict: %s", extra), extra = "";
+	kr_say("%s%s%s", line, *extra ? " " : "", extra);
 	fflush(stdout);
 	return code;
 }
@@ -150,8 +134,8 @@ int kr_verdict(enum kr_verdict v, double value, const char *fmt, ...)
 	char extra[512];
 
 	FORMAT(extra, fmt);
-	return verdict_line(v, v == KR_PASS ? 0 : v == KR_FAIL ? 1 : v == KR_SKIP ? 125 : 128,
-			    value, v == KR_SKIP ? "inconclusive" : "", extra);
+	return verdict_line(v, (const int[]){ 0, 1, 125, 128 }[v], value,
+			    v == KR_SKIP ? "inconclusive" : "", extra);
 }
 
 int kr_skip(int code, const char *fmt, ...)
@@ -182,29 +166,35 @@ int kr_inconclusive(double value, const char *fmt, ...)
 /* ---- the changes: each entry whole before it counts, read by the signal handler ---- */
 static struct {
 	char kind, path[256], old[64]; /* 'w' write old to path, 'd' rmdir, 'u' unlink,
-				       * 's' sched */
+					* 's' tid's policy and prio */
 	int tid, policy, prio;
 } undo_log[32];
 static volatile sig_atomic_t nundo;
+/* kr_cgroup_remove, once a directory was made: a run that makes none leaves it out */
+static int (*remove_dir)(const char *path);
 
-static int undo_add(char kind, const char *path, const char *old, const char *how)
+/* how: the command that undoes it by hand */
+static int undo_add(char kind, const char *path, const char *old, int tid, int policy, int prio,
+		    const char *how, ...)
 {
+	char line[512];
+
 	if (nundo == 32 || strlen(path) >= 256 || strlen(old) >= 64)
 		return errno = ENOSPC, -1;
-	fprintf(stderr, "%s: if killed, undo by hand: %s\n", the_prog->name, how);
+	FORMAT(line, how);
+	kr_warn("if killed, undo by hand: %s", line);
 	undo_log[nundo].kind = kind;
 	strcpy(undo_log[nundo].path, path);
 	strcpy(undo_log[nundo].old, old);
+	undo_log[nundo].tid = tid, undo_log[nundo].policy = policy, undo_log[nundo].prio = prio;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return nundo++, 0;
 }
 
 int kr_journal_write_undo(const char *path, const char *value, const char *old)
 {
-	char how[PATH_MAX + 80];
-
-	snprintf(how, sizeof(how), "echo '%s' > %s", old, path);
-	return undo_add('w', path, old, how) ? -1 : kr_write_file(path, value);
+	return undo_add('w', path, old, 0, 0, 0, "echo '%s' > %s", old, path) ? -1
+									  : kr_write_file(path, value);
 }
 
 int kr_journal_write(const char *path, const char *value)
@@ -217,33 +207,25 @@ int kr_journal_write(const char *path, const char *value)
 
 int kr_journal_mkdir(const char *path, mode_t mode)
 {
-	char how[PATH_MAX + 80];
-
-	snprintf(how, sizeof(how), "rmdir %s", path);
-	return undo_add('d', path, "", how) ? -1 : mkdir(path, mode);
+	remove_dir = kr_cgroup_remove;
+	return undo_add('d', path, "", 0, 0, 0, "rmdir %s", path) ? -1 : mkdir(path, mode);
 }
 
 int kr_journal_unlink(const char *path)
 {
-	char how[PATH_MAX + 80];
-
-	snprintf(how, sizeof(how), "rm -f %s", path);
-	return undo_add('u', path, "", how);
+	return undo_add('u', path, "", 0, 0, 0, "rm -f %s", path);
 }
 
 int kr_journal_sched(pid_t tid, int policy, int prio)
 {
-	char how[PATH_MAX + 80];
 	int old = sched_getscheduler(tid);
 	struct sched_param sp = { 0 };
 
-	if (old < 0 || sched_getparam(tid, &sp))
+	if (old < 0 || sched_getparam(tid, &sp) ||
+	    undo_add('s', "", "", tid, old, sp.sched_priority, "chrt %s -p %d %d", old == SCHED_FIFO
+		     ? "-f" : old == SCHED_RR ? "-r" : "-o", sp.sched_priority, (int)tid))
 		return -1;
-	snprintf(how, sizeof(how), "chrt %s -p %d %d", old == SCHED_FIFO ? "-f" : old ==
-		 SCHED_RR ? "-r" : "-o", sp.sched_priority, (int)tid);
-	undo_log[nundo].tid = tid, undo_log[nundo].policy = old;
-	undo_log[nundo].prio = sp.sched_priority;
-	return undo_add('s', "", "", how) ? -1 : kr_set_sched(tid, policy, prio);
+	return kr_set_sched(tid, policy, prio);
 }
 
 /* undo everything, last first, with async-signal-safe calls only; returns the failures */
@@ -257,7 +239,7 @@ static int undo_all(void)
 		if (fd >= 0)
 			r = write(fd, u->old, strlen(u->old)) < 0 ? -1 : 0, close(fd);
 		if (u->kind == 'd')
-			r = kr_cgroup_remove(u->path);
+			r = remove_dir(u->path);
 		if (u->kind == 'u')
 			r = unlink(u->path);
 		if (u->kind == 's')
@@ -279,6 +261,8 @@ static void on_fatal_signal(int sig)
 
 int kr_mail_main(const struct kr_prog *p, struct kr_opts *o, int argc, char **argv)
 {
+	sigset_t all;
+
 	the_prog = p, the_opts = o;
 	for (int i = 1; i < argc; i++) {
 		bool t = !strcmp(argv[i], "--trigger"), m = !strcmp(argv[i], "--mitigate");
@@ -291,13 +275,11 @@ int kr_mail_main(const struct kr_prog *p, struct kr_opts *o, int argc, char **ar
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings)");
 	snprintf(stop_msg, sizeof(stop_msg), "\n%s: ERROR stopped by a signal, its time cap or "
 		 "a crash; changes undone\n", p->name);
-	for (int s = 1; s < 32; s++)
-		if (s == SIGINT || s == SIGTERM || s == SIGHUP || s == SIGALRM || s == SIGSEGV ||
-		    s == SIGBUS || s == SIGFPE || s == SIGABRT)
-			signal(s, on_fatal_signal);
+	for (const int *s = (const int[]){ SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGSEGV, SIGBUS,
+					   SIGFPE, SIGABRT, 0 }; *s; s++)
+		signal(*s, on_fatal_signal);
 	alarm((unsigned)kr_hard_cap_s() + 1);
 	int code = p->run(o);
-	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL); /* the undo below is not interrupted */
 	if (undo_all())

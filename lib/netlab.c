@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <linux/if_link.h>
@@ -156,15 +157,22 @@ struct sysfs_io {
 static void *sysfs_io(void *arg)
 {
 	struct sysfs_io *io = arg;
+	glob_t g = { 0 };
 	int r = -1;
 
 	/* a mount namespace of the thread's own (it goes with it), private so that nothing
-	 * propagates to the host's */
+	 * propagates to the host's; a glob ("rx-*") writes every match, reads the first */
 	if (unshare(CLONE_NEWNS) == 0 && setns(io->nsfd, CLONE_NEWNET) == 0 &&
 	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
-	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0)
-		r = io->value ? kr_write_file(io->path, io->value)
-			      : kr_read_file(io->path, io->buf, io->len);
+	    mount("sysfs", "/sys", "sysfs", 0, NULL) == 0) {
+		if (glob(io->path, 0, NULL, &g))
+			errno = ENOENT;
+		else
+			for (size_t i = r = 0; r >= 0 && i < (io->value ? g.gl_pathc : 1); i++)
+				r = io->value ? kr_write_file(g.gl_pathv[i], io->value)
+					      : kr_read_file(g.gl_pathv[i], io->buf, io->len);
+		globfree(&g);
+	}
 	io->err = r < 0 ? errno : 0;
 	return NULL;
 }

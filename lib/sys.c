@@ -197,23 +197,18 @@ int kr_write_file(const char *path, const char *value)
 /* "key value" and "Key:   123 kB" lines */
 int kr_kv_get(const char *text, const char *key, uint64_t *out)
 {
-	size_t klen = strlen(key);
+	size_t k = strlen(key);
 
 	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *q = p + klen;
-		if (strncmp(p, key, klen))
+		if (strncmp(p, key, k))
 			continue;
-		q += *q == ':';
+		const char *q = p + k + (p[k] == ':');
 		if (*q != ' ' && *q != '\t')
 			continue; /* a longer key with this prefix */
 		q += strspn(q, " \t");
-		char *end;
 		errno = 0;
-		unsigned long long v = strtoull(q, &end, 10);
-		if (!isdigit((unsigned char)*q) || errno)
-			return -1;
-		*out = v;
-		return 0;
+		unsigned long long v = strtoull(q, NULL, 10);
+		return isdigit((unsigned char)*q) && !errno ? (*out = v, 0) : -1;
 	}
 	return -1;
 }
