@@ -48,7 +48,10 @@ done
 # where memory bandwidth gives N threads less than 1.25x, serialised and parallel look
 # alike: the program says so (SKIP 125 "memory bandwidth does not scale"), never a verdict
 blind() { [ $rc = 125 ] && echo "$out" | grep -q "bandwidth does not scale"; }
-if [ $rc = 0 ] || blind; then ok "default rc=$rc: $(echo "$out" | tail -1)"; else fail "default rc=$rc: $(echo "$out" | tail -1)"; fi
+# on a machine busy with other work (a CPU hog, a parallel build) every repeat may be
+# disturbed: the program says so (SKIP 125), which is right; a FAIL here never is
+busy() { [ $rc = 125 ] && echo "$out" | grep -q "repeat disturbed"; }
+if [ $rc = 0 ] || blind || busy; then ok "default rc=$rc: $(echo "$out" | tail -1)"; else fail "default rc=$rc: $(echo "$out" | tail -1)"; fi
 echo "$out" | grep -q '^hugetlb: ' && echo "$out" | grep -q '^thp: ' && echo "$out" | grep -q '^4k: ' ||
 	fail "default run lacks a table of hugetlb, thp and 4k"
 check_state "default run"
