@@ -47,6 +47,9 @@ agrees() {
 	esac
 }
 metric() { echo "$1" | sed -n 's/.*clearing=\([0-9.]*\).*/\1/p'; }
+# on a machine busy with other work (a CPU hog, a parallel build) every pass may be
+# disturbed: the program says so (SKIP 125), which is right there; a wrong verdict never is
+busy() { [ "$2" = 125 ] && echo "$1" | grep -q "passes disturbed"; }
 
 # 1. default, then --mitigate: a verdict (a run disturbed by other tasks may be
 # inconclusive: retried), with the three bandwidths, that agrees with its metric
@@ -57,7 +60,8 @@ for mode in "" --mitigate; do
 		[ $rc = 125 ] || break
 	done
 	last=$(echo "$out" | tail -1)
-	if [ $rc -le 1 ] && agrees "$last" $rc; then ok "${mode:-default} rc=$rc: $last"
+	if { [ $rc -le 1 ] && agrees "$last" $rc; } || busy "$last" $rc; then
+		ok "${mode:-default} rc=$rc: $last"
 	else fail "${mode:-default} rc=$rc: $last"; fi
 	echo "$out" | grep -q '^GiB/s, medians:  kernel [0-9.]*  rep stosb [0-9.]*  movnti' ||
 		fail "${mode:-default}: no bandwidths in the report"
@@ -74,7 +78,9 @@ fi
 
 # 2. JSON: the metric and the measurements
 out=$("$prog" --wait 120 --format=json --repeat 1); rc=$?
-echo "$out" | python3 -c '
+if busy "$out" $rc; then
+	ok "json rc=$rc: disturbed"
+elif echo "$out" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 m = d["measurements"]
@@ -83,14 +89,18 @@ for f in ("kernel_gib_s", "stosb_gib_s", "movnti_gib_s", "vs_movnti"):
     assert m[f] > 0, f
 assert abs(m["clearing"] - d["metric"]["value"]) < 1e-9
 print("clearing %.2f, kernel %.1f rep stosb %.1f movnti %.1f GiB/s" % (
-    m["clearing"], m["kernel_gib_s"], m["stosb_gib_s"], m["movnti_gib_s"]))' &&
-	ok "json rc=$rc" || fail "json (rc=$rc)"
+    m["clearing"], m["kernel_gib_s"], m["stosb_gib_s"], m["movnti_gib_s"]))'
+then
+	ok "json rc=$rc"
+else
+	fail "json (rc=$rc)"
+fi
 check_state "json run"
 
 # 3. THP (129 where memory is too fragmented for them, 125 where THP is off)
 out=$("$prog" --wait 120 --pages thp); rc=$?
 last=$(echo "$out" | tail -1)
-if agrees "$last" $rc || [ $rc = 129 ] || { [ $rc = 125 ] && echo "$last" | grep -q THP; }; then
+if agrees "$last" $rc || busy "$last" $rc || [ $rc = 129 ] || { [ $rc = 125 ] && echo "$last" | grep -q THP; }; then
 	ok "--pages thp rc=$rc: $last"
 else fail "--pages thp rc=$rc: $last"; fi
 check_state "--pages thp"
