@@ -9,27 +9,14 @@ prog=${1:?usage: kernel_test.sh path/to/clear_pages}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 [ -w /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages ] || { echo "SKIP: no hugetlb"; exit 77; }
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $* (${SECONDS}s)"; }
-mem() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+. "$(dirname "$0")/../tests/hugetlb_test_lib.sh"
 pool=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-
 nr0=$(cat $pool)
-free0=$(mem MemAvailable)
 
 check_state() { # what every run must leave as it found
-	local when=$1 free left
+	local when=$1
 	[ "$(cat $pool)" = "$nr0" ] || fail "$when: 2 MiB pool $(cat $pool), was $nr0"
-	# the kernel frees huge pages given back to the buddy allocator from a workqueue
-	for _ in $(seq 50); do
-		free=$(mem MemAvailable)
-		[ $((free0 - free)) -lt 409600 ] && break
-		sleep 0.2
-	done
-	[ $((free0 - free)) -lt 409600 ] || fail "$when: MemAvailable ${free} kB, was ${free0} kB"
-	left=$(ls /run/krepro 2>/dev/null | grep -v '^lock$')
-	[ -z "$left" ] || fail "$when: left in /run/krepro: $left"
+	check_memory_and_journal "$when"
 	ok "$when: state restored (nr_hugepages=$(cat $pool))"
 }
 
@@ -116,17 +103,7 @@ done
 ok "bad options rejected"
 
 # 5. SIGINT mid-run, with the hugetlb pool reserved
-"$prog" --wait 120 --size 1G --repeat 100 --duration 60 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1200); do   # up to 60 s: the clearing-speed probe and a busy host come first
-	[ "$(cat $pool)" != "$nr0" ] && break
-	sleep 0.05
-done
-[ "$(cat $pool)" != "$nr0" ] || fail "the pool was never reserved"
-sleep 0.5
-kill -INT $pid
-wait $pid; rc=$?
-[ $rc = 128 ] && ok "SIGINT: rc=128" || fail "SIGINT: rc=$rc, want 128"
+sigint_midrun $pool "$nr0" "$prog" --wait 120 --size 1G --repeat 100 --duration 60
 check_state "after SIGINT"
 
 [ $fails = 0 ] || exit 1

@@ -9,34 +9,18 @@ prog=${1:?usage: kernel_test.sh path/to/ktask_bench}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 [ -w /proc/sys/vm/nr_hugepages ] || { echo "SKIP: no hugetlb"; exit 77; }
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $* (${SECONDS}s)"; }
-mem() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
-
+. "$(dirname "$0")/../tests/hugetlb_test_lib.sh"
 nr0=$(cat /proc/sys/vm/nr_hugepages)
 g1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
 g10=$(cat $g1 2>/dev/null)
-free0=$(mem MemAvailable)
 
 check_state() { # what every run must leave as it found
-	local when=$1 nr free
+	local when=$1 nr
 	nr=$(cat /proc/sys/vm/nr_hugepages)
 	[ "$nr" = "$nr0" ] || fail "$when: vm.nr_hugepages $nr, was $nr0"
 	[ "$(mem HugePages_Total)" = "$nr0" ] || fail "$when: HugePages_Total $(mem HugePages_Total)"
 	[ "$(cat $g1 2>/dev/null)" = "$g10" ] || fail "$when: 1 GiB pool $(cat $g1), was $g10"
-	# a region left behind would be >= 512 MiB; other work on the machine moves it too, and
-	# the kernel frees huge pages given back to the buddy allocator from a workqueue
-	# (hugetlb vmemmap): give it up to 10 s
-	for _ in $(seq 50); do
-		free=$(mem MemAvailable)
-		[ $((free0 - free)) -lt 409600 ] && break
-		sleep 0.2
-	done
-	[ $((free0 - free)) -lt 409600 ] || fail "$when: MemAvailable ${free} kB, was ${free0} kB"
-	local left
-	left=$(ls /run/krepro 2>/dev/null | grep -v '^lock$')
-	[ -z "$left" ] || fail "$when: left in /run/krepro: $left"
+	check_memory_and_journal "$when"
 	ok "$when: state restored (nr_hugepages=$nr)"
 }
 
@@ -80,17 +64,8 @@ done
 ok "bad options rejected"
 
 # 5. SIGINT mid-run, with the hugetlb pool reserved
-"$prog" --wait 120 --pages hugetlb --size 1G --repeat 100 --duration 60 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1200); do   # up to 60 s: the clearing-speed probe and a busy host come first
-	[ "$(cat /proc/sys/vm/nr_hugepages)" != "$nr0" ] && break
-	sleep 0.05
-done
-[ "$(cat /proc/sys/vm/nr_hugepages)" != "$nr0" ] || fail "the pool was never reserved"
-sleep 0.5
-kill -INT $pid
-wait $pid; rc=$?
-[ $rc = 128 ] && ok "SIGINT: rc=128" || fail "SIGINT: rc=$rc, want 128"
+sigint_midrun /proc/sys/vm/nr_hugepages "$nr0" "$prog" --wait 120 --pages hugetlb --size 1G \
+	--repeat 100 --duration 60
 check_state "after SIGINT"
 
 [ $fails = 0 ] || exit 1
