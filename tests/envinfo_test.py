@@ -45,8 +45,17 @@ for line in open("/proc/self/mountinfo"):
 check(f"v1 cpu {v1cpu or '(none)'}, cpuacct {v1acct or '(none)'}" in env["cgroup"], f"cgroup {env['cgroup']!r}")
 check(env["cgroup"].startswith(f"v2 {v2 or '(none)'}"), f"cgroup v2 {env['cgroup']!r}")
 # ksoftirqd threads: one per possible CPU that came online
-n = sum(1 for p in os.listdir("/proc") if p.isdigit() and
-        os.path.exists(f"/proc/{p}/comm") and read(f"/proc/{p}/comm").startswith("ksoftirqd/"))
+
+
+def comm(pid):
+    """A task's name, or "" when it exited between the listing and the read."""
+    try:
+        return read(f"/proc/{pid}/comm")
+    except OSError:
+        return ""
+
+
+n = sum(1 for p in os.listdir("/proc") if p.isdigit() and comm(p).startswith("ksoftirqd/"))
 check(env["threads_ksoftirqd"].startswith(f"{n}, "), f"threads_ksoftirqd {env['threads_ksoftirqd']!r} vs {n}")
 drv = read("/sys/devices/system/cpu/cpuidle/current_driver") if os.path.exists(
     "/sys/devices/system/cpu/cpuidle/current_driver") else "none"
