@@ -169,7 +169,7 @@ static int undo_line(char *line, bool verbose)
 	if (sscanf(line, "write\t%4095[^\t]%n", a, &o) == 1 && line[o] == '\t' && *a == '/')
 		r = kr_write_file(a, line + o + 1);
 	else if (sscanf(line, "unlink\t%4095[^\t]%n", a, &o) == 1 && !line[o] && *a == '/')
-		r = unlink(a);
+		r = kr_unlink_file(a);
 	else if (sscanf(line, "rmdir\t%4095[^\t]%n", a, &o) == 1 && !line[o] && *a == '/')
 		r = kr_cgroup_remove(a);
 	else if (sscanf(line, "sched\t%d\t%llu\t%d\t%d%n", &tid, &st, &pol, &prio, &o) == 4 && !line[o])

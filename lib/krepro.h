@@ -276,6 +276,7 @@ void kr_histogram(const double *v, size_t n, double lo, double hi, size_t nbins,
 int kr_read_file(const char *path, char *buf, size_t len);
 int kr_read_u64(const char *path, uint64_t *out);
 int kr_write_file(const char *path, const char *value); /* one write(); -1 with errno */
+int kr_unlink_file(const char *path); /* its extents merged first: one discard */
 /* "key value" lines (cpu.stat, /proc/meminfo style "Key:   123 kB"): value of key, -1 if absent */
 int kr_kv_get(const char *text, const char *key, uint64_t *out);
 

@@ -170,8 +170,9 @@ static struct {
 	int tid, policy, prio;
 } undo_log[32];
 static volatile sig_atomic_t nundo;
-/* kr_cgroup_remove, once a directory was made: a run that makes none leaves it out */
-static int (*remove_dir)(const char *path);
+/* kr_cgroup_remove and kr_unlink_file, once a directory or file is registered: a run
+ * that makes none leaves them out of its mail form */
+static int (*remove_dir)(const char *path), (*remove_file)(const char *path);
 
 /* how: the command that undoes it by hand */
 static int undo_add(char kind, const char *path, const char *old, int tid, int policy, int prio,
@@ -213,6 +214,7 @@ int kr_journal_mkdir(const char *path, mode_t mode)
 
 int kr_journal_unlink(const char *path)
 {
+	remove_file = kr_unlink_file;
 	return undo_add('u', path, "", 0, 0, 0, "rm -f %s", path);
 }
 
@@ -241,7 +243,7 @@ static int undo_all(void)
 		if (u->kind == 'd')
 			r = remove_dir(u->path);
 		if (u->kind == 'u')
-			r = unlink(u->path);
+			r = remove_file(u->path);
 		if (u->kind == 's')
 			r = kr_set_sched(u->tid, u->policy, u->prio);
 		failed += r < 0 && errno != ENOENT && errno != ESRCH; /* gone with its task */

@@ -216,6 +216,26 @@ static void test_relative_entry_is_a_failure(void **state)
 
 /* Gone things are not failures (a task that exited, a file removed with its namespace, a
  * NIC unplugged); an entry this version does not know is one, and a value keeps its tabs. */
+/* The unlink undo zeroes a file before unlinking it (its extents merged): never through a
+ * symlink into another file, and never blocking on a FIFO. */
+static void test_unlink_entry(void **state)
+{
+	(void)state;
+	put("target", "keep");
+	assert_int_equal(symlink(path("target"), path("link")), 0);
+	assert_int_equal(mkfifo(path("fifo"), 0600), 0);
+	put("data", "written data");
+	assert_int_equal(kr_journal_unlink(path("link")), 0);
+	assert_int_equal(kr_journal_unlink(path("fifo")), 0);
+	assert_int_equal(kr_journal_unlink(path("data")), 0);
+	assert_int_equal(kr_journal_restore(), 0);
+	assert_int_equal(access(path("link"), F_OK), -1);
+	assert_int_equal(access(path("fifo"), F_OK), -1);
+	assert_int_equal(access(path("data"), F_OK), -1);
+	assert_string_equal(get("target"), "keep");
+	unlink(path("target"));
+}
+
 static void test_gone_and_unknown_entries(void **state)
 {
 	char jpath[700];
@@ -315,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_relative_path_restored_elsewhere),
 		cmocka_unit_test(test_relative_entry_is_a_failure),
 		cmocka_unit_test(test_gone_and_unknown_entries),
+		cmocka_unit_test(test_unlink_entry),
 		cmocka_unit_test(test_child_entry_not_waited_for),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
