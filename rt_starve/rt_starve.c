@@ -178,7 +178,7 @@ static int lab_build(void)
 			if (kr_pin(lab.bh[i], lab.victim))
 				return kr_error("cannot pin %d: %s", (int)lab.bh[i], strerror(errno));
 	} else {
-		/* every rx queue: 4.19-5.12 give veth one per possible CPU */
+		/* every rx queue (a new veth has one, rx-0, on 5.10-6.18) */
 		snprintf(path, sizeof(path), "class/net/%s/queues/rx-*/rps_cpus", lab.if_s);
 		if (kr_netns_sysfs_write(lab.ns_s, path, kr_cpus_mask(&(struct kr_cpus){
 				 1, &lab.victim }, 0, v, sizeof(v))))
