@@ -24,7 +24,7 @@ GOAL_ANY = (500, 16 * 1024)
 CEILING = {
     "fibtest": (962, 30298),
     "rt_starve": (1468, 49409),
-    "dio_kworker": (1485, 48212),
+    "dio_kworker": (1506, 49210),
     "hwts": (1163, 39403),
     "ktask_bench": (1158, 40569),
     "irqacct": (1373, 45190),
