@@ -386,7 +386,8 @@ static int dio_run(const struct kr_opts *o)
 	char why[256], tmp[PATH_MAX], path[PATH_MAX + 8], at[256];
 	int r, fd = -1, ccpu = o->cpu;
 	enum kr_verdict votes[100];
-	double ratio = 0, waited_ms = 0; /* the mean of the repeats'; a PASS's longest RT wait */
+	double ratio = 0; /* the mean of the repeats' */
+	double waited_ms = 0; /* the longest wait of a repeat held until RT throttling */
 
 	/* before anything changes: a disk filesystem with room, AIO, SCHED_FIFO, the CPU */
 	if (statfs(".", &fs) < 0 || stat(".", &st) < 0 || !getcwd(tmp, sizeof(tmp) - 40))
@@ -458,9 +459,10 @@ static int dio_run(const struct kr_opts *o)
 					(unsigned long long)ph[i].irq_here,
 					(unsigned long long)ph[i].irq_all);
 		}
-		votes[rep] = dio_kworker_rule(ph[0].iops, ph[1].iops, o->threshold,
-					      ph[1].lat_max_us / 1000);
-		waited_ms = fmax(waited_ms, votes[rep] == KR_SKIP ? ph[1].lat_max_us / 1000 : 0);
+		double wait_ms = ph[1].lat_max_us / 1000;
+		votes[rep] = dio_kworker_rule(ph[0].iops, ph[1].iops, o->threshold, wait_ms);
+		if (votes[rep] == KR_SKIP)
+			waited_ms = fmax(waited_ms, wait_ms);
 		if (votes[rep] == KR_ERROR)
 			return kr_error("no write completed in the baseline phase");
 		ratio += ph[1].iops / ph[0].iops / o->repeat;

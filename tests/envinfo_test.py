@@ -19,6 +19,14 @@ def read(p):
         return f.read().strip()
 
 
+def comm(pid):
+    """A task's name, or "" when it exited between the listing and the read."""
+    try:
+        return read(f"/proc/{pid}/comm")
+    except OSError:
+        return ""
+
+
 u = os.uname()
 check(env["kernel"] == f"{u.release} {u.machine}", f"kernel {env['kernel']!r}")
 check(env["cpu"].startswith(f"{os.cpu_count()} x "), f"cpu {env['cpu']!r}")
@@ -45,16 +53,6 @@ for line in open("/proc/self/mountinfo"):
 check(f"v1 cpu {v1cpu or '(none)'}, cpuacct {v1acct or '(none)'}" in env["cgroup"], f"cgroup {env['cgroup']!r}")
 check(env["cgroup"].startswith(f"v2 {v2 or '(none)'}"), f"cgroup v2 {env['cgroup']!r}")
 # ksoftirqd threads: one per possible CPU that came online
-
-
-def comm(pid):
-    """A task's name, or "" when it exited between the listing and the read."""
-    try:
-        return read(f"/proc/{pid}/comm")
-    except OSError:
-        return ""
-
-
 n = sum(1 for p in os.listdir("/proc") if p.isdigit() and comm(p).startswith("ksoftirqd/"))
 check(env["threads_ksoftirqd"].startswith(f"{n}, "), f"threads_ksoftirqd {env['threads_ksoftirqd']!r} vs {n}")
 drv = read("/sys/devices/system/cpu/cpuidle/current_driver") if os.path.exists(

@@ -214,8 +214,6 @@ static void test_relative_entry_is_a_failure(void **state)
 	unlink(jpath);
 }
 
-/* Gone things are not failures (a task that exited, a file removed with its namespace, a
- * NIC unplugged); an entry this version does not know is one, and a value keeps its tabs. */
 /* The unlink undo zeroes a file before unlinking it (its extents merged): never through a
  * symlink into another file, and never blocking on a FIFO. */
 static void test_unlink_entry(void **state)
@@ -236,6 +234,8 @@ static void test_unlink_entry(void **state)
 	unlink(path("target"));
 }
 
+/* Gone things are not failures (a task that exited, a file removed with its namespace, a
+ * NIC unplugged); an entry this version does not know is one, and a value keeps its tabs. */
 static void test_gone_and_unknown_entries(void **state)
 {
 	char jpath[700];
