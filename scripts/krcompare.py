@@ -354,26 +354,49 @@ def side_label(s, width=27):
     return lab if len(lab) <= width else lab[:width - 1] + "~"
 
 
+NAME_WIDTH = WIDTH - 46   # what a row leaves for the name after its three columns
+
+
+def row_name(prog, name, unit=""):
+    """LKP's program.metric; the bare metric where that does not fit (the header names the
+    program), shortened with a ~ only where even that does not"""
+    for n in (f"{prog}.{name}", name):
+        full = n + (f" ({unit})" if unit else "")
+        if len(full) <= NAME_WIDTH:
+            return full
+    return name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 1] + "~"
+
+
+def span(st, width=16):
+    """min .. max within a column: without the spaces, then with two digits, where wider"""
+    if not st["n"]:
+        return "n/a"
+    lo, hi = fmt(st["min"]), fmt(st["max"])
+    for t in (f"{lo} .. {hi}", f"{lo}..{hi}", "%.2g..%.2g" % (st["min"], st["max"])):
+        if len(t) <= width:
+            return t
+    return t
+
+
 def table(cmp):
     """the LKP-style table of a comparison, every line within 72 columns"""
     a, b = cmp["sides"]
     sa, sb = a["stats"], b["stats"]
     m = cmp["metric"]
-    name = f"{cmp.get('program') or 'krepro'}.{m['name']}" + (f" ({m['unit']})" if m.get("unit") else "")
+    prog = cmp.get("program") or "krepro"
     chg = cmp["change_pct"]
     chg_t = "n/a" if chg is None else "%+.1f%%" % chg
     row = lambda x, c, y, lab: f"{x:>16} {c:>10} {y:>16}  {lab}".rstrip()
     lines = [f"{side_label(a, 16):>16} {side_label(b):>27}", "-" * 16 + " " + "-" * 27,
              row("%stddev", "%change", "%stddev", ""), row("\\", "|", "\\", ""),
              row(counts_text(sa), "", counts_text(sb), "verdicts"),
-             row(cell(sa), chg_t, cell(sb), name[:WIDTH - 46]),
-             row(f"{fmt(sa['min'])} .. {fmt(sa['max'])}" if sa["n"] else "n/a", "",
-                 f"{fmt(sb['min'])} .. {fmt(sb['max'])}" if sb["n"] else "n/a", "min .. max")]
+             row(cell(sa), chg_t, cell(sb), row_name(prog, m["name"], m.get("unit"))),
+             row(span(sa), "", span(sb), "min .. max")]
     shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
     for m in shown:
         c = m["change_pct"]
         lines.append(row(cell(m["stats"][0]), "n/a" if c is None else "%+.1f%%" % c, cell(m["stats"][1]),
-                         f"{cmp.get('program') or 'krepro'}.{m['name']}"[:WIDTH - 46]))
+                         row_name(prog, m["name"])))
     if cmp["separate"]:
         verdict = "separate: the ranges do not overlap (%d and %d runs)" % (sa["n"], sb["n"])
     elif sa["n"] < MIN_RUNS or sb["n"] < MIN_RUNS:

@@ -45,6 +45,18 @@ def unit():
     check(all(len(l) <= 72 for l in t.split("\n")), "table within 72 columns:\n" + t)
     check("FAIL 3/3" in t and "PASS 3/3" in t and "-99.9%" in t and "separate: the ranges do not overlap" in t,
           "the table's counts, %change and separation:\n" + t)
+    # a long program.metric and small values: every column stays in its place
+    lat = lambda vals: [{"verdict": "FAIL", "value": v, "metric": "ratio", "exit_code": 1,
+                         "measurements": {"test_lat_mean_us": v * 1e5}} for v in vals]
+    cmp = krcompare.compare([{"label": "default", "runs": lat([0.00129, 0.00219, 0.00269])},
+                             {"label": "--mitigate", "runs": lat([1.11, 1.2, 1.32])}])
+    cmp["program"] = "dio_kworker"
+    t = krcompare.table(cmp).split("\n")
+    check(all(len(l) <= 72 for l in t), "within 72 columns:\n" + "\n".join(t))
+    rng = next(l for l in t if l.endswith("min .. max"))
+    check(rng[:17] == "0.00129..0.00269 ", "a wide min .. max keeps its column: %r" % rng)
+    check(any(l.endswith("  test_lat_mean_us") for l in t),
+          "a name too long with its program is shown bare, not cut:\n" + "\n".join(t))
 
 
 def compare(tmp, name, values, argv):
