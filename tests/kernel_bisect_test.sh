@@ -1,0 +1,136 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# Description: scripts/vm/kernel-bisect end to end without a kernel: a stand-in `make` whose
+# bzImage says whether the tree holds the file BUG, and a stand-in vmrun that FAILs such an
+# image, in a git tree with annotated tags. Checks: a regression bisect and a fix bisect
+# (--term-old/--term-new) name their commit and verify it (itself, its parent, the new
+# endpoint with it reverted, 3 boots each); every commit gets one config hash; summary.txt
+# is within 72 columns; an old endpoint that does not build stops the bisect before git
+# bisect starts, naming the build's error; the tree's checkout and .config are restored.
+#   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
+set -u
+src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+tmp=$(mktemp -d /tmp/krepro-kbtest.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+mkdir -p "$tmp/bin" "$tmp/kr/scripts/vm"
+cp "$src/scripts/vm/kernel-bisect" "$src/scripts/vm/bisect-kernel" "$tmp/kr/scripts/vm/"
+cp "$src/scripts/krcompare.py" "$tmp/kr/scripts/"
+# make (first in PATH): olddefconfig rewrites .config; a tree holding NOBUILD does not build; the image
+# says BUG when the tree holds BUG; the release carries no -gHASH, as at an annotated tag
+cat >"$tmp/bin/make" <<'EOF'
+#!/bin/sh
+echo "make $*" >>"$MAKE_LOG"
+case "$*" in
+*kernelrelease*) echo 6.1.0-test ;;
+*olddefconfig*) echo "# olddefconfig" >>.config ;;
+*bzImage*)
+	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
+	mkdir -p arch/x86/boot
+	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage ;;
+esac
+EOF
+# vmrun: boots "the kernel" (-v's two lines), runs "the program": FAIL on a BUG image,
+# with the --format json report scripts/krcompare.py reads when asked for one
+cat >"$tmp/kr/scripts/vmrun" <<'EOF'
+#!/bin/sh
+image="" json=0
+while [ $# -gt 0 ]; do
+	case "$1" in --kernel) image=$2; shift ;; json) json=1 ;; esac
+	shift
+done
+echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
+echo boot >>"$BOOTS"
+if grep -q BUG "$image"; then v=FAIL rc=1 x=240; else v=PASS rc=0 x=0.4; fi
+if [ "$json" = 1 ]; then
+	printf '{"program":"standin","verdict":"%s","exit_code":%s,"metric":{"name":"in_p50","value":%s,"unit":"ms"},"threshold":20}\n' "$v" "$rc" "$x"
+else
+	echo "standin: $v in_p50=${x}ms"
+fi
+exit "$rc"
+EOF
+chmod +x "$tmp/bin/make" "$tmp/kr/scripts/vmrun"
+export MAKE_LOG="$tmp/make.log" BOOTS="$tmp/boots"
+
+tree=$tmp/tree
+mkdir "$tree" && cd "$tree" || exit 1
+: >Makefile
+g() { git -c user.name=k -c user.email=k@l "$@"; }
+commit() { g add -A && g commit -qm "$1"; }
+git init -q && commit "one"
+g tag -a -m "good" v-good
+echo 1 >filler && commit "a filler"
+touch BUG && commit "the culprit"
+echo 2 >filler && commit "a filler after it"
+echo 3 >filler && commit "another"
+g tag -a -m "bad" v-bad
+culprit=$(git rev-parse v-bad~2)
+rm BUG && commit "the fix"
+echo 4 >filler && commit "a filler after the fix"
+g tag -a -m "fixed" v-fixed
+fix=$(git rev-parse v-fixed~1)
+git checkout -q -b side v-good && touch NOBUILD && commit "does not build" && g tag -a -m nb v-nobuild
+echo 5 >filler && commit "still does not build"
+git checkout -q master
+echo "# the tree's own" >.config
+printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
+
+kb() { # OUT KERNEL-BISECT-ARGS...: exit code in $rc
+	out=$tmp/$1
+	shift
+	: >"$BOOTS"
+	PATH=$tmp/bin:$PATH "$tmp/kr/scripts/vm/kernel-bisect" --repo "$tree" --config "$tmp/start.config" \
+		--out "$out" "$@" -- /bin/true >"$tmp/kb.log" 2>&1
+	rc=$?
+}
+first() { sed -n "s/^# first $1 commit: \[\([0-9a-f]*\)\].*/\1/p" "$out/bisect.log"; }
+same_tree() {
+	[ "$(git -C "$tree" symbolic-ref --short HEAD)" = master ] && grep -q "^# the tree's own" "$tree/.config" &&
+		[ ! -f "$(git -C "$tree" rev-parse --git-dir)/BISECT_START" ] &&
+		ok "$1: the tree's checkout and .config restored" || bad "$1: the tree was left changed"
+}
+
+kb reg v-good v-bad
+[ "$rc" = 0 ] && ok "regression: exit 0" || bad "regression: exit $rc: $(tail -n5 "$tmp/kb.log")"
+[ "$(first bad)" = "$culprit" ] && ok "regression: the first bad commit is the culprit" ||
+	bad "regression: first bad $(first bad), want $culprit"
+grep -q '^verify: the culprit is confirmed' "$out/summary.txt" &&
+	grep -q "^verify: v-bad with ${culprit%"${culprit#????????????}"} reverted: PASS 3/3" "$out/summary.txt" &&
+	ok "regression: verified, the revert too" || bad "regression: $(cat "$out/summary.txt")"
+awk 'length($0) > 72 { bad = 1 } END { exit bad }' "$out/summary.txt" &&
+	ok "summary.txt within 72 columns" || bad "summary.txt: $(cat "$out/summary.txt")"
+drift=$(awk '$2 == "config" && $3 != "none" {print $1, $3}' "$out/steps.txt" | sort -u | cut -d' ' -f1 | sort | uniq -d)
+hashes=$(awk '$2 == "config" {print $3}' "$out/steps.txt" | sort -u | wc -l)
+[ -z "$drift" ] && [ "$hashes" = 1 ] && ok "one config hash for every step" ||
+	bad "config hashes: $hashes, two for: $drift"
+grep -q "PASS 3/3 -> FAIL 3/3\|PASS 3/3 *FAIL 3/3" "$out/compare.txt" && ok "compare.txt: parent against culprit" ||
+	bad "compare.txt: $(cat "$out/compare.txt")"
+same_tree regression
+
+kb fix --fix --term-old broken --term-new fixed v-bad v-fixed
+[ "$rc" = 0 ] && [ "$(first fixed)" = "$fix" ] && ok "fix bisect: names the fix, exit 0" ||
+	bad "fix bisect: exit $rc, first fixed $(first fixed), want $fix: $(tail -n5 "$tmp/kb.log")"
+grep -q '^verify: the culprit is confirmed' "$out/summary.txt" && ok "fix bisect: verified" ||
+	bad "fix bisect: $(cat "$out/summary.txt")"
+
+kb wrongway v-bad v-fixed
+[ "$rc" = 1 ] && grep -q -- "--fix" "$tmp/kb.log" && ok "a fix run as a regression: exit 1, names --fix" ||
+	bad "a fix as a regression: exit $rc: $(tail -n3 "$tmp/kb.log")"
+
+: >"$MAKE_LOG"
+kb nobuild v-nobuild side
+builds=$(grep -c bzImage "$MAKE_LOG")
+[ "$rc" = 1 ] && [ "$builds" = 1 ] && ok "an old endpoint that does not build: exit 1, one build" ||
+	bad "does not build: exit $rc, $builds builds"
+sed 's/^ *//' "$out/summary.txt" | tr '\n' ' ' | grep -q "does not build: drivers/x.c:1:1: error" && ok "the message names the build's error" ||
+	bad "message: $(tail -n3 "$tmp/kb.log")"
+[ ! -s "$out/bisect.log" ] && [ ! -e "$out/bisect-run.txt" ] && ok "git bisect did not start" ||
+	bad "git bisect ran: $(cat "$out/bisect.log")"
+same_tree "does not build"
+
+[ "$fails" = 0 ] && echo "PASS" && exit 0
+echo "FAILED: $fails"
+exit 1
