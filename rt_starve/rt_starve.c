@@ -410,7 +410,8 @@ static int run(const struct kr_opts *o)
 	pthread_join(t, NULL);
 	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:thread_policies",
 		"sysctl:net.core.netdev_budget", "sysctl:net.core.netdev_budget_usecs",
-		"sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ", NULL });
+		"sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ", "config:CONFIG_PREEMPT_RT",
+		NULL });
 	kr_params("path=%s cpu=%d window=%lldms interval=%.1fms duration=%.2fs prio=%ld "
 		  "threshold=%.1fms ratio=%.1f repeat=%d mitigate=%s burst=%ld",
 		  lab.napi ? "napi" : "ksoftirqd", lab.victim, (long long)(cfg.window_ns / MS),
