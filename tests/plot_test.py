@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Description: scripts/plot's gnuplot scripts, read without gnuplot: fibtest's panel
+shows the quota it was throttled under inside the frame, and apart from throttled %
+(at 100 % throttled and a 0.8-CPU quota, autoscaling put the quota on the frame, and a
+shared scale put both lines at one height). Exit 0 pass, 1 fail."""
+import importlib.machinery, importlib.util, os, re, sys, tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests"))
+from checks import check, finish  # noqa: E402
+
+loader = importlib.machinery.SourceFileLoader("plot", os.path.join(TOP, "scripts", "plot"))
+spec = importlib.util.spec_from_loader("plot", loader)
+plot = importlib.util.module_from_spec(spec)
+loader.exec_module(plot)
+
+
+def fib_rows(quota, usage):
+    return [{"window": "0", "t_ms": str(100 * i), "interval_ms": "100", "periods": "10",
+             "throttled": "10", "usage_ms": str(100 * usage), "quota_cpus": str(quota)} for i in range(1, 11)]
+
+
+def height(g, axis, v):
+    m = re.search(r"set %srange \[([-\d.e]+):([-\d.e]+)\]" % axis, g)
+    check(m is not None, f"set {axis}range with numbers:\n{g}")
+    return (v - float(m.group(1))) / (float(m.group(2)) - float(m.group(1))) if m else 0
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for quota, usage in ((0.8, 0.45), (4.1, 0.5), (0.8, 1.6)):
+        g = plot.fibtest(fib_rows(quota, usage), tmp)
+        q, u, t = height(g, "y2", quota), height(g, "y2", usage), height(g, "y", 100)
+        check(0.05 < q < 0.95 and 0.05 < u < 0.95, f"quota {quota}, usage {usage}: inside the frame ({q:.2f}, {u:.2f})")
+        check(abs(q - t) > 0.05, f"quota {quota}: not at the height of 100 % throttled ({q:.2f}, {t:.2f})")
+        check("title 'quota (CPUs)'" in g, "the quota is plotted")
+finish()
