@@ -97,6 +97,8 @@ def bisect_mail(tmp):
           "the mail form and its build line")
     for f in ("summary.txt", "steps.txt", "bisect.log", "start.config"):
         check(os.path.isfile(os.path.join(out, f)), f"{f} attached")
+    summary = open(os.path.join(out, "summary.txt")).read()
+    check(all(len(l) <= 72 for l in summary.split("\n")), "summary.txt within 72 columns:\n" + summary)
     print(mail)
 
 
