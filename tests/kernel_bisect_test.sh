@@ -60,7 +60,7 @@ mkdir "$tree" && cd "$tree" || exit 1
 : >Makefile
 g() { git -c user.name=k -c user.email=k@l "$@"; }
 commit() { g add -A && g commit -qm "$1"; }
-git init -q && commit "one"
+git init -q -b master && commit "one"
 g tag -a -m "good" v-good
 echo 1 >filler && commit "a filler"
 touch BUG && commit "the culprit"
