@@ -350,8 +350,10 @@ def cell(st):
 
 
 def side_label(s, width=27):
+    """the side's title in WIDTH columns: a long one keeps its end, where two titles differ
+    (rt-culprit~1 and rt-culprit, 6.1.0-56-amd64 and 6.1.0-57-amd64, two bzImage paths)"""
     lab = s.get("label") or s.get("kernel") or "this machine"
-    return lab if len(lab) <= width else lab[:width - 1] + "~"
+    return lab if len(lab) <= width else "~" + lab[-(width - 1):]
 
 
 NAME_WIDTH = WIDTH - 46   # what a row leaves for the name after its three columns

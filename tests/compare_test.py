@@ -45,6 +45,15 @@ def unit():
     check(all(len(l) <= 72 for l in t.split("\n")), "table within 72 columns:\n" + t)
     check("FAIL 3/3" in t and "PASS 3/3" in t and "-99.9%" in t and "separate: the ranges do not overlap" in t,
           "the table's counts, %change and separation:\n" + t)
+    # two long titles that differ only at their end stay apart (the column is 16 wide)
+    two = krcompare.compare([{"label": "commit:rt-culprit~1", "runs": runs("PASS", [0.4, 0.3, 0.5])},
+                             {"label": "commit:rt-culprit", "runs": runs("FAIL", [230, 240, 235])}])
+    titles = krcompare.table(two).split("\n")[0].split()
+    check(len(set(titles)) == 2 and all(len(t) <= 27 for t in titles) and len(titles[0]) <= 16,
+          f"two titles kept apart: {titles}")
+    hdr = krcompare.header(two).split("\n")
+    ta, tb = (next(l for l in hdr if l.startswith(t + ":")).split()[1] for t in "ab")
+    check(ta != tb, "the header's titles differ:\n" + "\n".join(hdr))
     # a long program.metric and small values: every column stays in its place
     lat = lambda vals: [{"verdict": "FAIL", "value": v, "metric": "ratio", "exit_code": 1,
                          "measurements": {"test_lat_mean_us": v * 1e5}} for v in vals]
