@@ -349,6 +349,13 @@ def cell(st):
     return fmt(st["mean"]) + (" ± %2.0f%%" % pct if pct is not None and pct >= 0.5 else "")
 
 
+def pct_text(chg):
+    """%change as LKP prints it, without the tenths from 1000 % on: the column is 10 wide"""
+    if chg is None:
+        return "n/a"
+    return ("%+.0f%%" if abs(chg) >= 1000 else "%+.1f%%") % chg
+
+
 def side_label(s, width=27):
     """the side's title in WIDTH columns: a long one keeps its end, where two titles differ
     (rt-culprit~1 and rt-culprit, 6.1.0-56-amd64 and 6.1.0-57-amd64, two bzImage paths)"""
@@ -387,7 +394,7 @@ def table(cmp):
     m = cmp["metric"]
     prog = cmp.get("program") or "krepro"
     chg = cmp["change_pct"]
-    chg_t = "n/a" if chg is None else "%+.1f%%" % chg
+    chg_t = pct_text(chg)
     row = lambda x, c, y, lab: f"{x:>16} {c:>10} {y:>16}  {lab}".rstrip()
     lines = [f"{side_label(a, 16):>16} {side_label(b):>27}", "-" * 16 + " " + "-" * 27,
              row("%stddev", "%change", "%stddev", ""), row("\\", "|", "\\", ""),
@@ -397,7 +404,7 @@ def table(cmp):
     shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
     for m in shown:
         c = m["change_pct"]
-        lines.append(row(cell(m["stats"][0]), "n/a" if c is None else "%+.1f%%" % c, cell(m["stats"][1]),
+        lines.append(row(cell(m["stats"][0]), pct_text(c), cell(m["stats"][1]),
                          row_name(prog, m["name"])))
     if cmp["separate"]:
         verdict = "separate: the ranges do not overlap (%d and %d runs)" % (sa["n"], sb["n"])

@@ -45,6 +45,8 @@ def unit():
     check(all(len(l) <= 72 for l in t.split("\n")), "table within 72 columns:\n" + t)
     check("FAIL 3/3" in t and "PASS 3/3" in t and "-99.9%" in t and "separate: the ranges do not overlap" in t,
           "the table's counts, %change and separation:\n" + t)
+    check(krcompare.pct_text(125956.2) == "+125956%" and krcompare.pct_text(-99.94) == "-99.9%"
+          and krcompare.pct_text(None) == "n/a", "%change: tenths below 1000 % only")
     # two long titles that differ only at their end stay apart (the column is 16 wide)
     two = krcompare.compare([{"label": "commit:rt-culprit~1", "runs": runs("PASS", [0.4, 0.3, 0.5])},
                              {"label": "commit:rt-culprit", "runs": runs("FAIL", [230, 240, 235])}])
