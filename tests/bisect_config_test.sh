@@ -23,9 +23,7 @@ if [ -n "${KREPRO_FLOCK:-}" ] && ! python3 "$src/tests/benchlock.py" 2>/dev/null
 	lock=$KREPRO_FLOCK
 fi
 locked() { if [ -n "$lock" ]; then flock "$lock" "$@"; else "$@"; fi; }
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-drift.XXXXXX)
 head=$(git -C "$repo" symbolic-ref -q --short HEAD || git -C "$repo" rev-parse HEAD)
 [ -f "$repo/.config" ] && cp "$repo/.config" "$tmp/saved.config"
@@ -79,6 +77,4 @@ done
 set -- $old
 [ "$1" != "$3" ] && ok "in place, $x got two configs ($1, $3): the drift the new way avoids" ||
 	bad "in place, $x kept its config: the test does not show the drift"
-[ "$fails" = 0 ] && echo "PASS" && exit 0
-echo "FAILED: $fails"
-exit 1
+finish

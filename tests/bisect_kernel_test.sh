@@ -10,9 +10,7 @@
 set -u
 src=${1:?usage: bisect_kernel_test.sh SOURCE_DIR}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-bktest.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin" "$tmp/tree/arch/x86/boot"
@@ -111,6 +109,4 @@ rc=$?
 runstep 1 0
 rc=$?
 [ "$rc" = 1 ] && [ "$(boots)" = 1 ] && ok "FAIL: one boot, exit 1" || bad "FAIL: exit $rc, $(boots) boots"
-[ "$fails" = 0 ] && echo "PASS" && exit 0
-echo "FAILED: $fails"
-exit 1
+finish

@@ -20,9 +20,7 @@ build=${2:?usage: bisect_test.sh SOURCE_DIR BUILD_DIR}
 shift 2
 [ $# -gt 0 ] || set -- --accel tcg
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (packages, the krepro lock)"; exit 77; }
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 lock=""
 if [ -n "${KREPRO_FLOCK:-}" ] && ! python3 "$src/tests/benchlock.py" 2>/dev/null; then
 	lock=$KREPRO_FLOCK
@@ -98,6 +96,4 @@ check fibtest bad fib-culprit fib-good fib-bad $vmopts --cpus 4 -- "$static/fibt
 # shellcheck disable=SC2086
 check rt_starve-fix fixed rt-fix --fix --term-old broken --term-new fixed fib-bad rt-fixed $vmopts \
 	-- "$static/rt_starve/rt_starve" --quiet
-[ "$fails" = 0 ] && echo "PASS" && exit 0
-echo "FAILED: $fails"
-exit 1
+finish

@@ -11,9 +11,7 @@
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-kbtest.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin" "$tmp/kr/scripts/vm"
@@ -131,6 +129,4 @@ sed 's/^ *//' "$out/summary.txt" | tr '\n' ' ' | grep -q "does not build: driver
 	bad "git bisect ran: $(cat "$out/bisect.log")"
 same_tree "does not build"
 
-[ "$fails" = 0 ] && echo "PASS" && exit 0
-echo "FAILED: $fails"
-exit 1
+finish

@@ -13,9 +13,7 @@ repo=${KREPRO_CACHE:-/var/cache/krepro}/src/linux-6.1
 kc=$src/scripts/vm/kernel-config
 git -C "$repo" rev-parse -q --verify base >/dev/null 2>&1 ||
 	{ echo "SKIP: no kernel tree $repo (scripts/vm/build-kernels)"; exit 77; }
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-kconfig-test.XXXXXX)
 wt=$tmp/tree
 cleanup() { git -C "$repo" worktree remove --force "$wt" >/dev/null 2>&1; rm -rf "$tmp"; }
@@ -54,6 +52,4 @@ grep -q "not in this kernel.*CPU_IDLE_GOV_HALTPOLL" "$tmp/err" && ok "the option
 	bad "the missing option is not named: $(cat "$tmp/err")"
 grep -qx 'CONFIG_KVM_GUEST=y' "$tmp/old.config" 2>/dev/null && ok "kvm_guest.config merged" || bad "no CONFIG_KVM_GUEST=y"
 [ ! -e "$wt/.config" ] && ok "no .config written into the tree with -o" || bad "a .config appeared in the tree"
-[ "$fails" = 0 ] && echo "PASS" && exit 0
-echo "FAILED: $fails"
-exit 1
+finish

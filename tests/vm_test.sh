@@ -18,9 +18,7 @@ build=${2:?usage: vm_test.sh SOURCE_DIR BUILD_DIR}
 vmrun=$src/scripts/vmrun
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (packages, the krepro lock)"; exit 77; }
 
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/checks.sh"
 
 # what the test needs, from Debian, only when missing (guarded by dpkg-query)
 need=""
@@ -232,6 +230,4 @@ grep -q "booting it again" "$err" && bad "--timeout 3 booted again (only a dead 
 [ -z "$(our_tmps "$killed")" ] && ok "the killed vmrun's temp dir was removed by the next run" ||
 	bad "temp dir of the killed vmrun left: $(our_tmps "$killed")"
 
-[ "$fails" = 0 ] && { echo "PASS"; exit 0; }
-echo "$fails check(s) failed"
-exit 1
+finish
