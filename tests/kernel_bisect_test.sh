@@ -114,9 +114,12 @@ kb fix --fix --term-old broken --term-new fixed v-bad v-fixed
 grep -q '^verify: the culprit is confirmed' "$out/summary.txt" && ok "fix bisect: verified" ||
 	bad "fix bisect: $(cat "$out/summary.txt")"
 
-kb wrongway v-bad v-fixed
+# into the regression's OUT: its record must not be left to read as this run's
+kb reg v-bad v-fixed
 [ "$rc" = 1 ] && grep -q -- "--fix" "$tmp/kb.log" && ok "a fix run as a regression: exit 1, names --fix" ||
 	bad "a fix as a regression: exit $rc: $(tail -n3 "$tmp/kb.log")"
+[ ! -e "$out/bisect.log" ] && [ ! -e "$out/verify.txt" ] && ok "the earlier bisect's record is gone" ||
+	bad "an earlier record left in OUT: $(ls "$out")"
 
 : >"$MAKE_LOG"
 kb nobuild v-nobuild side
