@@ -36,6 +36,17 @@ vg=(valgrind --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-k
     --show-leak-kinds=definite --trace-children=yes --child-silent-after-fork=no)
 failed=()
 
+# The findings of a failed run, for a CI log that keeps nothing else: each log with
+# errors, without valgrind's banner and its closing advice
+show_errors() {
+	local f
+	for f in "$@"; do
+		grep -q 'ERROR SUMMARY: [1-9]' "$f" || continue
+		echo "--- $f"
+		sed -e '1,/Parent PID/d' -e '/LEAK SUMMARY/,$d' "$f" | head -n 60
+	done
+}
+
 if [ "$units" = 1 ]; then
 	for t in "$builddir"/*/test_*; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
@@ -51,6 +62,7 @@ if [ "$units" = 1 ]; then
 			printf 'unit     %-22s ok   %5.1f s, memcheck errors: %s\n' "$n" "$took" "${errs:-?}"
 		else
 			printf 'unit     %-22s FAIL exit %s, memcheck errors: %s (logs %s/%s.*)\n' "$n" "$rc" "${errs:-?}" "$logdir" "$n"
+			show_errors "$logdir/$n".*.log
 			failed+=("$n")
 		fi
 	done
@@ -94,6 +106,7 @@ if [ "$programs" = 1 ]; then
 			verdict=$(grep -v '^$' "$logdir/$p.out" | tail -n 1)
 			if [ "$rc" = 99 ] || [ "${errs:-0}" != 0 ]; then
 				printf 'program  %-22s FAIL memcheck errors: %s (logs %s/%s.*)\n' "$p $args" "${errs:-?}" "$logdir" "$p"
+				show_errors "$logdir/$p".*.log
 				failed+=("$p")
 			elif [ -n "$left" ]; then
 				printf 'program  %-22s FAIL left in /run/krepro: %s\n' "$p" "$left"
