@@ -40,7 +40,7 @@
 #define MAX_REPEAT 100 /* --repeat's largest */
 #define MAX_DELAY 0.10 /* workers waited longer for a CPU: other tasks, no vote */
 #define MIN_IDEAL 1.25 /* less speedup on offer: serialised and parallel look alike */
-#define NO_IDEAL 1.05 /* less: (speedup - 1) / (ideal - 1) is a ratio of noises */
+#define NO_IDEAL 1.05 /* less: no gain, (speedup - 1) / (ideal - 1) is noise / ~0 */
 #define PASSES 2       /* per point and repeat (A B A B); the fastest counts */
 
 enum kind { K_HUGETLB, K_THP, K_4K, NKINDS };
@@ -74,8 +74,7 @@ static bool repeat_judged(double t1, double tn, double delay)
 
 /* gain = (speedup - 1) / (ideal - 1): the share of the gain the machine offers that the
  * threads got; serialised ~0, parallel ~1 whatever ideal is. FAIL below the threshold;
- * SKIP where ideal < MIN_IDEAL: too little gain on offer to tell the two apart. With
- * next to nothing on offer (ideal < NO_IDEAL) the ratio is noise over ~0: no gain. */
+ * SKIP where ideal < MIN_IDEAL: too little gain on offer to tell the two apart. */
 static enum kr_verdict ktask_rule(double t1, double tn, double mn, int n, double threshold,
 				  double *gain)
 {
@@ -309,8 +308,7 @@ static int measure(unsigned kinds, int repeat, double budget, bool *cut)
 	return 0;
 }
 
-/* One kind's table and vote; *gain: its metric (NAN when no repeat was judged, or when
- * the machine offers no speedup) */
+/* One kind's table and vote; *gain: its metric (NAN: no repeat judged, or no gain) */
 static enum kr_verdict judge(enum kind k, double threshold, double *gain, double *ideal)
 {
 	static const char *const how[] = { "MADV_POPULATE_WRITE", "first touch",
@@ -356,12 +354,8 @@ static enum kr_verdict judge(enum kind k, double threshold, double *gain, double
 		kr_say("ideal speedup at %d thr: %.2fx = min(%d, stosb %d thr %.1f GiB/s\n"
 		       "  / kernel 1 thr %.1f GiB/s); speedup %.2fx", n, *ideal, n, n, gib / mn,
 		       gib / t1, t1 / tn);
-	if (judged && isnan(*gain))
-		kr_say("%s gain at %d threads: none, ideal %.2fx offers nothing", kind_names[k],
-		       n, *ideal);
-	else
-		kr_say("%s gain at %d threads: %.2f (fastest of %d judged repeat%s)",
-		       kind_names[k], n, *gain, judged, judged == 1 ? "" : "s");
+	kr_say("%s gain at %d threads: %.2f (fastest of %d judged repeat%s)", kind_names[k], n,
+	       *gain, judged, judged == 1 ? "" : "s");
 	if (huge_min[k] < 0.9)
 		kr_say("warning: only %.0f%% of the region was huge pages in some pass",
 		       100 * huge_min[k]);

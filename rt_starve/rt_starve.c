@@ -299,39 +299,29 @@ static int measure(const struct kr_opts *o, int rep)
 	int64_t dur = (int64_t)(o->duration_s * 1e9), ws, we, now, burst_end = 0;
 	int64_t guard = 2 * cfg.interval_ns > 20 * MS ? 2 * cfg.interval_ns : 20 * MS;
 	int nmax = (int)(dur / cfg.interval_ns) + 2, nin = 0, nout = 0, sin = 0, gin = 0, sout = 0;
-	double *in = calloc(2 * (size_t)nmax, sizeof(double)), *out = in + nmax;
+	static double *in, *out; /* static: an error return leaves them reachable */
 	static char buf[44 * 1400]; /* a burst datagram */
 	long sw0[MAX_BH], tried = 0, most = cfg.burst * (lab.gso ? 1 : 44);
 	uint64_t net0[3] = { 0 }, net1[3] = { 0 };
 	struct kr_taskstat ts;
 	pthread_t ct, bt, kt;
-	int r = 0;
 
 	memset(&w, 0, sizeof(w));
 	memset(&b, 0, sizeof(b));
 	memset(&c, 0, sizeof(c));
 	c.nmax = nmax, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
-	if (!(c.p = calloc((size_t)nmax, sizeof(*c.p))) || !in) {
-		r = kr_error("out of memory");
-		goto out;
-	}
-	if (kr_thread_start(&ct, lab.other, SCHED_OTHER, 0, client_main, NULL)) {
-		r = kr_error("client thread: %s", strerror(errno));
-		goto out;
-	}
-	if (kr_thread_start(&kt, lab.victim, SCHED_OTHER, 0, canary_main, NULL)) {
-		r = kr_error("canary thread: %s", strerror(errno));
-		goto out_client; /* it ends by itself, 0.3 s after the last probe */
-	}
+	if (!(c.p = calloc((size_t)nmax, sizeof(*c.p))) ||
+	    !(in = calloc(2 * (size_t)nmax, sizeof(double))))
+		return kr_error("out of memory");
+	out = in + nmax;
+	if (kr_thread_start(&ct, lab.other, SCHED_OTHER, 0, client_main, NULL) ||
+	    kr_thread_start(&kt, lab.victim, SCHED_OTHER, 0, canary_main, NULL))
+		return kr_error("thread: %s", strerror(errno));
 	kr_sleep_until_ns(c.t0 + (dur - cfg.window_ns) / 2);
 	softnet(net0);
 	b.deadline = kr_now_ns() + cfg.window_ns;
-	if (kr_thread_start(&bt, lab.victim, SCHED_FIFO, (int)cfg.prio, burner_main, NULL)) {
-		r = kr_error("burner thread: %s", strerror(errno));
-		atomic_store(&b.stop, true);
-		pthread_join(kt, NULL);
-		goto out_client;
-	}
+	if (kr_thread_start(&bt, lab.victim, SCHED_FIFO, (int)cfg.prio, burner_main, NULL))
+		return kr_error("burner thread: %s", strerror(errno));
 	while (!(ws = atomic_load(&b.started)))
 		kr_sleep_ns(100000);
 	for (int i = 0; i < lab.nbh; i++)
@@ -369,11 +359,9 @@ static int measure(const struct kr_opts *o, int rep)
 	pthread_join(kt, NULL);
 	softnet(net1);
 	pthread_join(ct, NULL);
-	if (b.fired && !b.stolen) { /* throttled past its deadline: not counted, below */
-		r = kr_error(b.fired < 0 ? "no RT watchdog: the burner did not run"
-					 : "the watchdog had to stop the burner");
-		goto out;
-	}
+	if (b.fired && !b.stolen) /* throttled past its deadline: not counted, below */
+		return kr_error(b.fired < 0 ? "no RT watchdog: the burner did not run"
+					    : "the watchdog had to stop the burner");
 	for (int k = 0; k < 3; k++)
 		w.net[k] = net1[k] - net0[k];
 	w.burst_ms = burst_end ? (double)(burst_end - ws) / 1e6 : 0;
@@ -395,13 +383,9 @@ static int measure(const struct kr_opts *o, int rep)
 	w.in = rtt_of(in, nin, sin, gin);
 	w.out = rtt_of(out, nout, sout, nout);
 	w.v = w.woken && !b.stolen ? window_rule(&w.in, &w.out, o->threshold, cfg.ratio) : KR_SKIP;
-out:
 	free(in);
-	free(c.p);
-	return r;
-out_client:
-	pthread_join(ct, NULL);
-	goto out;
+	free(c.p), c.p = NULL;
+	return 0;
 }
 
 static int run(const struct kr_opts *o)
