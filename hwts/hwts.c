@@ -258,7 +258,8 @@ static int open_net(void)
  * first after a switch is a warmup) ---- */
 static int measure(int repeat, long per_block, bool mitigate)
 {
-	struct timeval tv = { .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
+	int64_t quiet_us = 200000 + cfg.spacing_ns / 1000; /* --spacing up to 1 s */
+	struct timeval tv = { .tv_sec = quiet_us / 1000000, .tv_usec = quiet_us % 1000000 };
 	uint32_t p[2] = { HW_MAGIC, 0 };
 	struct timespec now;
 	pthread_t rxt;
