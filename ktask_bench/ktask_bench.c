@@ -466,9 +466,10 @@ static void kind_table(enum kind k, int judged)
 {
 	static const char *const how[] = { "MADV_POPULATE_WRITE", "first touch",
 					   "fallocate, 1 file" };
+	static int shown;
 	double gib = job.size / GIB, t1 = INFINITY;
 
-	kr_say("%s%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", k ? "\n" : "",
+	kr_say("%s%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", shown++ ? "\n" : "",
 	       kind_names[k], how[job.method], gib, (unsigned long long)(job.chunk >> 20),
 	       nrep[k], nrep[k] > 1 ? "s" : "");
 	kr_say("thr speedup   min s  med s  stdev  GiB/s   stosb  clear/\n"
