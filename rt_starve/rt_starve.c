@@ -2,20 +2,18 @@
 /*
  * Description: an RT task on the packet-processing CPU starves the network bottom half.
  *
- * A hard interrupt only queues packets; the NET_RX softirq (the bottom half) processes
- * them at irq exit or, once deferred, in ksoftirqd/N, a SCHED_OTHER kthread: a SCHED_FIFO
- * task busy on that CPU holds them until it sleeps (Nutanix, 3.10 -> 5.10: 90 ms stalls).
- * "softirq: Let ksoftirqd do its job" (4cd13c21b207, v4.9) makes every softirq wait while
- * ksoftirqd is runnable; its revert d15121be7485 (v6.5) runs them at irq exit again.
- * Threads that starve on any kernel: threaded NAPI's napi/DEV-N (v5.12), the RPS
- * backlog's backlog_napi/N (v6.10 with thread_backlog_napi, always on PREEMPT_RT), and
- * ksoftirqd with threadirqs or PREEMPT_RT.
+ * The NET_RX softirq (the bottom half) runs at irq exit or, once deferred, in ksoftirqd/N,
+ * a SCHED_OTHER kthread: an RT task busy on that CPU holds it off (Nutanix, 3.10 -> 5.10:
+ * 90 ms stalls). 4cd13c21b207 ("softirq: Let ksoftirqd do its job", v4.9) defers every
+ * softirq while ksoftirqd is runnable; its revert d15121be7485 (v6.5) runs them at irq
+ * exit again. Starved on any kernel: threaded NAPI's napi/DEV-N (v5.12), backlog_napi/N
+ * (v6.10, thread_backlog_napi or PREEMPT_RT), ksoftirqd with threadirqs or PREEMPT_RT.
  *
- * The lab: a veth pair between two network namespaces; a client on another CPU sends a
- * UDP probe every 5 ms to an echo server. The server veth's bottom half runs on the victim
- * CPU: by RPS (a burst of UDP GSO datagrams makes the softirq wake ksoftirqd/N, as heavy
- * traffic did), or threaded NAPI (--trigger). A SCHED_FIFO loop owns the victim in the
- * middle of each repeat; probes sent in that window are compared with the others.
+ * A veth pair joins two network namespaces; a client on another CPU sends a UDP probe
+ * every 5 ms to an echo server. The server veth's bottom half runs on the victim CPU, by
+ * RPS (a burst makes the softirq wake ksoftirqd/N, as heavy traffic did) or threaded NAPI
+ * (--trigger). A SCHED_FIFO loop owns the victim mid-repeat: probes sent then are
+ * compared with the others.
  */
 #include "krepro.h"
 
@@ -33,7 +31,8 @@
 #define UDP_SEGMENT 103
 #endif
 #define MS 1000000LL
-#define MAX_BH 16 /* bottom-half threads watched */
+#define MAX_BH 16		/* bottom-half threads watched */
+#define MAX_PROBES 30002	/* --duration 30 s, a probe every 1 ms */
 
 static struct {
 	int napi;			/* 1: threaded NAPI, 0: RPS, -1: NAPI with --trigger */
@@ -42,6 +41,10 @@ static struct {
 	double ratio;			/* FAIL also needs in_p50 > ratio x out_p50 */
 } cfg = { .napi = -1, .window_ns = 500 * MS, .interval_ns = 5 * MS, .prio = 50,
 	  .burst = 1000, .ratio = 10 };
+
+/* the full program's further report (NULL in the mail form): the lab (when -1), window
+ * when, the end (0) */
+static void (*report_more)(const struct kr_opts *o, int when);
 
 /* ---- the verdict rule (pure; unit-tested) ---- */
 
@@ -60,10 +63,7 @@ static enum phase probe_phase(int64_t sent, int64_t rtt, int64_t ws, int64_t in_
 	return sent < ws && (rtt < 0 || sent + rtt > ws) ? PHASE_GUARD : PHASE_OUT;
 }
 
-struct rtt {
-	int sent, got, n;	/* probes sent in the phase, echoes, samples: ms[0..n) */
-	double p50;		/* their median, ms */
-};
+struct rtt { int sent, got, n; double p50; }; /* probes sent, echoes, samples; median ms */
 
 static struct rtt rtt_of(double *ms, int n, int sent, int got)
 {
@@ -73,9 +73,9 @@ static struct rtt rtt_of(double *ms, int n, int sent, int got)
 	return (struct rtt){ sent, got, n, n ? st.median : NAN };
 }
 
-/* One window: FAIL when the in-window median is over limit and ratio x the one outside
- * (medians: starvation delays every probe of the window, a VM's host stall a few on
- * either side). SKIP: too few samples (half inside, 10 outside). */
+/* FAIL: the in-window median over limit and ratio x the one outside (starvation delays
+ * every probe of the window, a VM's host stall a few on either side). SKIP: too few
+ * samples (half inside, 10 outside). */
 static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, double limit,
 				   double ratio)
 {
@@ -84,8 +84,8 @@ static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, 
 	return in->p50 > limit && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
 
-/* cpu's row of /proc/net/softnet_stat (the 13th column since v5.10; before, rows are of
- * online CPUs): processed, dropped, time_squeeze */
+/* cpu's processed, dropped, time_squeeze in /proc/net/softnet_stat (the 13th column
+ * since v5.10; before, rows are of online CPUs) */
 static int softnet_row(const char *text, int cpu, uint64_t v[3])
 {
 	unsigned long long x[3];
@@ -104,9 +104,8 @@ static struct {
 	bool napi, gso;		/* threaded NAPI; the burst socket takes UDP_SEGMENT */
 	int ns_c, ns_s, victim, other, echo_fd, probe_fd, burst_fd, nbh;
 	long chunk;		/* burst datagrams between two looks; 0: no burst */
-	char if_c[16], if_s[16], name[MAX_BH][16];
+	char if_c[16], if_s[16];
 	pid_t bh[MAX_BH];	/* the bottom half's threads */
-	int woken[MAX_BH];	/* windows in which each was woken */
 } lab;
 
 static void softnet(uint64_t v[3])
@@ -214,9 +213,9 @@ static int lab_build(void)
 /* ---- one window ---- */
 
 static struct {
-	int n, nmax;
+	int n;
 	int64_t t0, t_end;
-	struct { int64_t sent, rtt; } *p; /* ns; rtt < 0: no echo */
+	struct { int64_t sent, rtt; enum phase ph; } p[MAX_PROBES]; /* ns; rtt < 0: no echo */
 } c;
 
 /* A probe (number, send time) every interval from t0 to t_end; serves the echo server too;
@@ -231,7 +230,7 @@ static void *client_main(void *arg)
 
 	for (;;) {
 		int64_t now = kr_now_ns(), wait = (next < c.t_end ? next : drain) - now;
-		if (next < c.t_end && wait <= 0 && c.n < c.nmax) {
+		if (next < c.t_end && wait <= 0 && c.n < MAX_PROBES) {
 			c.p[c.n].sent = now, c.p[c.n].rtt = -1;
 			m[0] = c.n++, m[1] = now;
 			pending += send(lab.probe_fd, m, sizeof(m), 0) == sizeof(m);
@@ -289,31 +288,27 @@ static struct {
 	bool ran[MAX_BH], woken;
 	uint64_t net[3];			/* the victim's NET_RX, as softnet_row() */
 	long burst;				/* datagrams sent */
-	double burst_ms;
+	int64_t ws, burst_end;			/* the burner's start, the burst's end */
 	const char *stop;			/* why the burst ended */
 	enum kr_verdict v;
 } w;
 
-static int measure(const struct kr_opts *o, int rep)
+static int measure(const struct kr_opts *o)
 {
-	int64_t dur = (int64_t)(o->duration_s * 1e9), ws, we, now, burst_end = 0;
+	int64_t dur = (int64_t)(o->duration_s * 1e9), now, we;
 	int64_t guard = 2 * cfg.interval_ns > 20 * MS ? 2 * cfg.interval_ns : 20 * MS;
-	int nmax = (int)(dur / cfg.interval_ns) + 2, nin = 0, nout = 0, sin = 0, gin = 0, sout = 0;
-	static double *in, *out; /* static: an error return leaves them reachable */
+	static double in[MAX_PROBES], out[MAX_PROBES];
 	static char buf[44 * 1400]; /* a burst datagram */
 	long sw0[MAX_BH], tried = 0, most = cfg.burst * (lab.gso ? 1 : 44);
+	int nin = 0, nout = 0, sin = 0, gin = 0, sout = 0;
 	uint64_t net0[3] = { 0 }, net1[3] = { 0 };
 	struct kr_taskstat ts;
 	pthread_t ct, bt, kt;
 
 	memset(&w, 0, sizeof(w));
 	memset(&b, 0, sizeof(b));
-	memset(&c, 0, sizeof(c));
-	c.nmax = nmax, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
-	if (!(c.p = calloc((size_t)nmax, sizeof(*c.p))) ||
-	    !(in = calloc(2 * (size_t)nmax, sizeof(double))))
-		return kr_error("out of memory");
-	out = in + nmax;
+	c.n = 0, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
+	/* after an error the process ends; the client, 0.3 s after its last probe */
 	if (kr_thread_start(&ct, lab.other, SCHED_OTHER, 0, client_main, NULL) ||
 	    kr_thread_start(&kt, lab.victim, SCHED_OTHER, 0, canary_main, NULL))
 		return kr_error("thread: %s", strerror(errno));
@@ -322,16 +317,14 @@ static int measure(const struct kr_opts *o, int rep)
 	b.deadline = kr_now_ns() + cfg.window_ns;
 	if (kr_thread_start(&bt, lab.victim, SCHED_FIFO, (int)cfg.prio, burner_main, NULL))
 		return kr_error("burner thread: %s", strerror(errno));
-	while (!(ws = atomic_load(&b.started)))
+	while (!(w.ws = atomic_load(&b.started)))
 		kr_sleep_ns(100000);
 	for (int i = 0; i < lab.nbh; i++)
 		sw0[i] = switches(lab.bh[i]);
-	/* Watch the threads while the burner owns the CPU (the last look before it ends);
-	 * first, the burst forces the deferral as heavy traffic did: when a tick lands in
-	 * the softirq's work with more pending, its budget (a jiffy or 10 rounds) runs out
-	 * and it wakes ksoftirqd/N. Chunks until ksoftirqd/N runs or is runnable, the victim
-	 * drops packets (more would only fill its backlog), --burst or a fifth of the
-	 * window. */
+	/* Watch the threads while the burner owns the CPU. First the burst forces the deferral
+	 * as heavy traffic did (a tick in the softirq's work with more pending ends its budget,
+	 * a jiffy or 10 rounds: it wakes ksoftirqd/N), in chunks until ksoftirqd/N runs or is
+	 * runnable, the victim drops packets, --burst or a fifth of the window. */
 	while ((now = kr_now_ns()) < b.deadline - 2 * MS) {
 		for (long k = 0; !w.stop && k < lab.chunk && tried < most; k++, tried++)
 			w.burst += send(lab.burst_fd, buf, lab.gso ? sizeof(buf) : 1200,
@@ -346,14 +339,11 @@ static int measure(const struct kr_opts *o, int rep)
 		softnet(net1);
 		w.stop = w.runnable[0] || switches(lab.bh[0]) != sw0[0] ? ""
 			 : net1[1] > net0[1] ? " full" : tried >= most ||
-			 now > ws + cfg.window_ns / 5 ? " no wake" : NULL;
-		burst_end = kr_now_ns();
+			 now > w.ws + cfg.window_ns / 5 ? " no wake" : NULL;
+		w.burst_end = kr_now_ns();
 	}
-	for (int i = 0; i < lab.nbh; i++) {
-		w.ran[i] = switches(lab.bh[i]) != sw0[i];
-		lab.woken[i] += w.runnable[i] || w.ran[i];
-		w.woken |= w.runnable[i] || w.ran[i];
-	}
+	for (int i = 0; i < lab.nbh; i++)
+		w.ran[i] = switches(lab.bh[i]) != sw0[i], w.woken |= w.runnable[i] || w.ran[i];
 	pthread_join(bt, NULL);
 	atomic_store(&b.stop, true);
 	pthread_join(kt, NULL);
@@ -364,37 +354,35 @@ static int measure(const struct kr_opts *o, int rep)
 					    : "the watchdog had to stop the burner");
 	for (int k = 0; k < 3; k++)
 		w.net[k] = net1[k] - net0[k];
-	w.burst_ms = burst_end ? (double)(burst_end - ws) / 1e6 : 0;
 	we = atomic_load(&b.ended);
 	for (int i = 0; i < c.n; i++) {
-		enum phase ph = probe_phase(c.p[i].sent, c.p[i].rtt, ws,
-					    burst_end ? burst_end + guard : ws, we, guard);
-		double rtt = c.p[i].rtt >= 0 ? (double)c.p[i].rtt / 1e6 : NAN;
-		kr_csv_row("%d,%d,%.3f,%.3f,%d", rep, i, (double)(c.p[i].sent - ws) / 1e6, rtt, ph);
+		int64_t sent = c.p[i].sent, rtt = c.p[i].rtt;
 		/* lost while the victim dropped packets (its backlog was full): held at least
 		 * until the burner ended */
-		if (isnan(rtt) && w.net[1])
-			rtt = (double)(we - c.p[i].sent) / 1e6;
-		if (ph == PHASE_IN && (sin++, gin += c.p[i].rtt >= 0, !isnan(rtt)))
-			in[nin++] = rtt;
-		else if (ph == PHASE_OUT && (sout++, c.p[i].rtt >= 0))
-			out[nout++] = rtt;
+		double ms = (double)(rtt >= 0 ? rtt : w.net[1] ? we - sent : 0) / 1e6;
+		c.p[i].ph = probe_phase(sent, rtt, w.ws, w.burst_end ? w.burst_end + guard : w.ws,
+					we, guard);
+		if (c.p[i].ph == PHASE_IN && (sin++, gin += rtt >= 0, rtt >= 0 || w.net[1]))
+			in[nin++] = ms;
+		else if (c.p[i].ph == PHASE_OUT && (sout++, rtt >= 0))
+			out[nout++] = ms;
 	}
 	w.in = rtt_of(in, nin, sin, gin);
 	w.out = rtt_of(out, nout, sout, nout);
 	w.v = w.woken && !b.stolen ? window_rule(&w.in, &w.out, o->threshold, cfg.ratio) : KR_SKIP;
-	free(in);
-	free(c.p), c.p = NULL;
 	return 0;
 }
 
 static int run(const struct kr_opts *o)
 {
+	static enum kr_verdict v[101];
+	static double in_p50[101];
+	int64_t dur = (int64_t)(o->duration_s * 1e9), end;
+	int r, tries = 0, n = 0, nwoken = 0, nstolen = 0, npass = 0, nfail = 0;
+	double out_p50 = NAN;
 	struct kr_cpus usable;
-	struct kr_taskstat ts;
 	char why[200];
 	pthread_t t;
-	int r;
 
 	lab.napi = cfg.napi > 0 || (cfg.napi < 0 && o->trigger);
 	kr_usable_cpus(&usable);
@@ -423,59 +411,34 @@ static int run(const struct kr_opts *o)
 		return r;
 	if (kr_pin(0, lab.other))
 		return kr_error("cannot pin to CPU %d: %s", lab.other, strerror(errno));
-	kr_say("%s on %s -> CPU %d; client and echo server on CPU %d",
-	       lab.napi ? "threaded NAPI" : "RPS", lab.if_s, lab.victim, lab.other);
-	for (int i = 0; i < lab.nbh; i++) {
-		if (kr_read_taskstat(lab.bh[i], &ts))
-			return kr_error("bottom-half thread %d vanished", (int)lab.bh[i]);
-		snprintf(lab.name[i], 16, "%.15s", ts.comm);
-		kr_say("  %s pid %d: %s %d", ts.comm, (int)lab.bh[i], kr_policy_name(ts.policy),
-		       ts.rt_priority);
-		/* the known fix: the bottom half above the burner */
-		if (o->mitigate && kr_journal_sched(lab.bh[i], SCHED_FIFO, (int)cfg.prio + 1))
-			return kr_error("cannot raise %s: %s", ts.comm, strerror(errno));
-	}
-	kr_say("burner SCHED_FIFO %ld%s%s", cfg.prio, o->mitigate ? "; bottom half raised"
-	       " above it" : "", lab.chunk ? "; a burst at the window start" : "");
-
+	if (report_more)
+		report_more(o, -1);
+	for (int i = 0; o->mitigate && i < lab.nbh; i++) /* the fix: above the burner */
+		if (kr_journal_sched(lab.bh[i], SCHED_FIFO, (int)cfg.prio + 1))
+			return kr_error("cannot raise %d: %s", (int)lab.bh[i], strerror(errno));
 	/* windows where nothing was woken or the burner was throttled do not count: another
 	 * one, until repeat counted, 2 x repeat + 1 tried or 2.2 x their time passed */
-	static enum kr_verdict v[101];
-	static double in_p50[101];
-	int tries = 0, n = 0, nwoken = 0, nstolen = 0, npass = 0, nfail = 0;
-	int64_t dur = (int64_t)(o->duration_s * 1e9);
-	int64_t end = kr_now_ns() + (int64_t)(2.2 * o->repeat * (double)(dur + 100 * MS));
-	double out_p50 = NAN;
-	kr_csv_open("repeat,seq,sent_ms_from_window_start,rtt_ms,phase");
+	end = kr_now_ns() + (int64_t)(2.2 * o->repeat * (double)(dur + 100 * MS));
 	kr_say("\nRTT ms      p50 in   out   lost in  NET_RX skbs drop sq");
 	while (n < o->repeat && tries < 2 * o->repeat + 1 &&
 	       (tries < o->repeat || kr_now_ns() + dur + 350 * MS <= end)) {
-		kr_progress("window %d (%d of %d counted)", tries + 1, n, o->repeat);
-		if ((r = measure(o, ++tries)))
+		if ((r = measure(o)))
 			return r;
-		kr_say("rep %-2d %9.3f %8.3f %4d/%-4d %10llu %4llu %2llu", tries, w.in.p50,
+		kr_say("rep %-2d %9.3f %8.3f %4d/%-4d %10llu %4llu %2llu", ++tries, w.in.p50,
 		       w.out.p50, w.in.sent - w.in.got, w.in.sent, (unsigned long long)w.net[0],
 		       (unsigned long long)w.net[1], (unsigned long long)w.net[2]);
-		for (int i = 0; i < lab.nbh; i++)
-			kr_say("  %-15s %s: runnable %d/%d polls%s", lab.name[i],
-			       w.runnable[i] || w.ran[i] ? "woken" : "not woken", w.runnable[i],
-			       w.polls[i], w.ran[i] ? ", ran" : "");
-		if (w.stop)
-			kr_say("  burst %ld in %.1f ms%s", w.burst, w.burst_ms, w.stop);
-		if (w.v == KR_SKIP)
-			kr_say("  not counted: %s", b.stolen ? "RT throttling stopped the burner"
-				 : !w.woken ? "no bottom-half thread woken" : "too few echoes");
+		if (report_more)
+			report_more(o, tries);
 		nwoken += w.woken, nstolen += b.stolen;
 		out_p50 = fmax(out_p50, w.out.p50);
 		if (w.v != KR_SKIP)
 			v[n] = w.v, in_p50[n++] = w.in.p50;
 	}
-	kr_measure("bh_woken_repeats", nwoken);
+	if (report_more)
+		report_more(o, 0);
 	enum kr_verdict verdict = n ? kr_vote(v, n, &npass, &nfail) : KR_SKIP;
 	double med = n ? (kr_stats(in_p50, (size_t)n, &(struct kr_stats){ 0 }), in_p50[n / 2])
 		       : NAN;
-	kr_say("\n%s: woken in %d of %d windows, %d counted", lab.name[lab.nbh - 1],
-	       lab.woken[lab.nbh - 1], tries, n);
 	if (nstolen == tries)
 		return kr_skip(129, "RT throttling stopped the burner (cpu.rt_runtime_us?)");
 	if (!n)
@@ -518,6 +481,59 @@ static const struct kr_option options[] = {
 	{ .name = NULL },
 };
 
+/* the full report's tallies over the windows */
+static struct {
+	char name[MAX_BH][16];	/* each thread's comm */
+	int woken[MAX_BH];	/* windows in which each was woken */
+	int windows, counted, nwoken;
+} seen;
+
+/* report_more(): the lab's threads; per window each thread's state, the burst, why it
+ * did not count and the probes (--csv); at the end how often the last thread was woken */
+static void report_full(const struct kr_opts *o, int when)
+{
+	struct kr_taskstat ts;
+
+	if (when < 0) {
+		kr_say("%s on %s -> CPU %d; client and echo server on CPU %d",
+		       lab.napi ? "threaded NAPI" : "RPS", lab.if_s, lab.victim, lab.other);
+		for (int i = 0; i < lab.nbh; i++) {
+			bool ok = !kr_read_taskstat(lab.bh[i], &ts);
+			snprintf(seen.name[i], 16, "%.15s", ok ? ts.comm : "(gone)");
+			kr_say("  %s pid %d: %s %d", seen.name[i], (int)lab.bh[i],
+			       ok ? kr_policy_name(ts.policy) : "-", ok ? ts.rt_priority : 0);
+		}
+		kr_say("burner SCHED_FIFO %ld%s%s", cfg.prio, o->mitigate ? "; bottom half "
+		       "raised above it" : "", lab.chunk ? "; a burst at the window start" : "");
+		kr_csv_open("repeat,seq,sent_ms_from_window_start,rtt_ms,phase");
+		kr_progress("window 1 (0 of %d counted)", o->repeat);
+		return;
+	}
+	if (!when) {
+		kr_measure("bh_woken_repeats", seen.nwoken);
+		kr_say("\n%s: woken in %d of %d windows, %d counted", seen.name[lab.nbh - 1],
+		       seen.woken[lab.nbh - 1], seen.windows, seen.counted);
+		return;
+	}
+	for (int i = 0; i < c.n; i++)
+		kr_csv_row("%d,%d,%.3f,%.3f,%d", when, i, (double)(c.p[i].sent - w.ws) / 1e6,
+			   c.p[i].rtt >= 0 ? (double)c.p[i].rtt / 1e6 : NAN, c.p[i].ph);
+	for (int i = 0; i < lab.nbh; i++) {
+		seen.woken[i] += w.runnable[i] || w.ran[i];
+		kr_say("  %-15s %s: runnable %d/%d polls%s", seen.name[i],
+		       w.runnable[i] || w.ran[i] ? "woken" : "not woken", w.runnable[i],
+		       w.polls[i], w.ran[i] ? ", ran" : "");
+	}
+	if (w.stop)
+		kr_say("  burst %ld in %.1f ms%s", w.burst, w.burst_end ?
+		       (double)(w.burst_end - w.ws) / 1e6 : 0, w.stop);
+	if (w.v == KR_SKIP)
+		kr_say("  not counted: %s", b.stolen ? "RT throttling stopped the burner"
+		       : !w.woken ? "no bottom-half thread woken" : "too few echoes");
+	seen.windows = when, seen.counted += w.v != KR_SKIP, seen.nwoken += w.woken;
+	kr_progress("window %d (%d of %d counted)", when + 1, seen.counted, o->repeat);
+}
+
 /* on FAIL: the thread that was starved, and why kernel k runs the bottom half there */
 static const char *bh_cause(bool napi, bool backlog_woken, const struct kr_kernel *k)
 {
@@ -536,7 +552,7 @@ static void causes(const struct kr_opts *o)
 {
 	(void)o;
 	kr_cause("an RT task busy on the CPU of the network bottom half");
-	kr_cause("%s", bh_cause(lab.napi, lab.nbh > 1 && lab.woken[1], kr_kernel_self()));
+	kr_cause("%s", bh_cause(lab.napi, lab.nbh > 1 && seen.woken[1], kr_kernel_self()));
 }
 
 static int validate(const struct kr_opts *o)
@@ -575,5 +591,6 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
+	report_more = report_full;
 	return kr_main(&prog, &cli, argc, argv);
 }
