@@ -2,22 +2,21 @@
 /*
  * Description: hwts - wakeup latency of CPU idle states, split with SO_TIMESTAMPING.
  *
- * A CPU that sleeps in an idle state between packets pays the state's exit latency
- * before the woken reader runs. NTT's case: C6 exits of 290 us (133 us on the older
- * hosts), kernel->user latency (recvmsg's return - the RX software stamp) ~10 us with
- * spikes to ~100 us; disabling C6 cut the RTT by 85 %. In a guest the idle state is a
- * halt: a VM exit, then the host wakes the vCPU thread and pays its own C-state exit
- * (the haltpoll cpuidle driver fa86ee90eb11 and governor 2cffe9f6b96f, v5.4, poll
- * first for up to haltpoll.guest_halt_poll_ns). Remedies: disable the deep state
- * (stateN/disable, intel_idle.max_cstate) or hold PM QoS (/dev/cpu_dma_latency:
- * --mitigate); in a guest also halt polling longer than the gaps, idle=poll, and the
- * host's kvm.halt_poll_ns and C-states.
+ * A CPU asleep in an idle state between packets pays the state's exit latency before
+ * the woken reader runs. NTT's case: C6 exits of 290 us (133 us on the older hosts),
+ * kernel->user latency (recvmsg's return - the RX software stamp) ~10 us with spikes
+ * to ~100 us; disabling C6 cut the RTT by 85 %. In a guest the idle state is a halt:
+ * a VM exit, then the host wakes the vCPU thread and pays its own C-state exit (the
+ * haltpoll cpuidle driver fa86ee90eb11 and governor 2cffe9f6b96f, v5.4). Remedies:
+ * disable the deep state or hold PM QoS (/dev/cpu_dma_latency: --mitigate); in a guest
+ * also halt polling longer than the gaps, idle=poll, the host's kvm.halt_poll_ns and
+ * C-states.
  *
- * A UDP packet every 10 ms goes over veth between two private network namespaces to a
- * reader blocked in recvmsg on the measured CPU. Conditions with the same packet count,
- * interleaved ABBA in 5 rounds: "idle", and "awake": PM QoS 0 (the CPU polls) or a
- * SCHED_IDLE spinner on the CPU. A packet is late when its kernel->user latency exceeds
- * the awake p50 + 25 us; FAIL when idling made > 5 % more packets late.
+ * A UDP packet every 10 ms goes over veth between two network namespaces to a reader
+ * blocked in recvmsg on the measured CPU, in two conditions interleaved ABBA in 5
+ * rounds: "idle", and "awake": PM QoS 0 (the CPU polls) or a SCHED_IDLE spinner on it.
+ * A packet is late when its kernel->user latency exceeds the awake p50 + 25 us; FAIL
+ * when idling made > 5 % more packets late.
  */
 #include "krepro.h"
 
@@ -33,33 +32,26 @@
 #include <unistd.h>
 
 #define HW_MAGIC 0x68777473U
-#define HW_STOP 0xffffffffU /* the last packet's seq: the reader returns */
+#define HW_STOP 0xffffffffU /* the last packet's seq: --listen returns */
 #define HW_ROUNDS 5	    /* blocks per condition, interleaved ABBA */
-/* the CPU idled between packets: 1.6-2.9 entries per packet here, 0.03-0.63 with
- * other tasks on it (then the idle blocks compare nothing) */
-#define HW_MIN_IDLE_ENTRIES 0.9
-/* the CPU busy, out of its idle states: 0-1.3 % of the time here when quiet, 25-100 %
- * with a fuzzer or a guest on it (the packets then wait for them, in both conditions) */
-#define HW_MAX_BUSY 10.0
+#define HW_MIN_IDLE_ENTRIES 0.9 /* per packet: 1.6-2.9 here, 0.03-0.63 with other tasks */
+#define HW_MAX_BUSY 10.0 /* % out of idle: 0-1.3 here, 25-100 with a fuzzer or a guest */
 
 enum { PATH_VETH, PATH_LO, PATH_PEER };
-enum { AWAKE_AUTO, AWAKE_PMQOS, AWAKE_SPIN };
-enum { C_IDLE, C_PMQOS, C_SPIN, C_NOSTATE };
+enum { C_IDLE, C_PMQOS, C_SPIN, C_NOSTATE }; /* --awake auto|pmqos|spin: 0-2 */
 
 static struct {
 	int path, awake;
-	int64_t spacing_ns;
-	int64_t late_ns; /* late: above the awake p50 + 25 us (C1 adds 1-2 us, C6 100-300) */
-	long packets;	 /* per condition; 0: --duration / 2 / spacing */
-} cfg = { .path = PATH_VETH, .awake = AWAKE_AUTO, .spacing_ns = 10000000, .late_ns = 25000,
+	int64_t spacing_ns, late_ns; /* late: above the awake p50 + 25 us (C6: 100-300) */
+	long packets;		     /* per condition; 0: --duration / 2 / spacing */
+} cfg = { .path = PATH_VETH, .awake = 0, .spacing_ns = 10000000, .late_ns = 25000,
 	  .packets = 0 };
 
-/* what the full program adds: --peer, TX stamps, --per-state, JSON and --csv */
+/* the full program's: its environment, TX stamps, --peer, --per-state, report, --csv */
 static struct {
-	int (*open)(void);
-	void (*sent)(void);
-	int (*cond_set)(int c, bool on);
-	void (*record)(void);
+	const char *const *env;
+	int (*open)(void), (*cond_set)(int c, bool on);
+	void (*sent)(void), (*record)(void);
 } more;
 
 /* CLOCK_REALTIME stamps of a packet, ns (0: not seen) */
@@ -71,9 +63,8 @@ struct hw_sample {
 };
 struct hw_cond {
 	char name[16];
-	int kind, state;		      /* C_NOSTATE: the state disabled */
-	uint64_t entries[KR_MAX_IDLE_STATES]; /* state usage in its blocks */
-	uint64_t idle_us, wall_ns; /* time in its states (cpuidle "time"), of its blocks */
+	int kind, state; /* C_NOSTATE: the state disabled */
+	uint64_t entries[KR_MAX_IDLE_STATES], idle_us, wall_ns; /* of its blocks */
 	long sent;
 };
 
@@ -81,19 +72,19 @@ static struct kr_idle_state states[KR_MAX_IDLE_STATES];
 static struct hw_cond conds[2 + KR_MAX_IDLE_STATES];
 static struct hw_sample *samples;
 static double *buf, *abuf;
-static uint32_t nsamples, next_seq;
-static int nstates, nexits, nconds, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: states not POLL */
+static uint32_t nsamples, next_seq, received;
+static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: not POLL */
 static atomic_bool spin_stop, rx_stop;
 static struct sockaddr_in dst;
-static char rx_if[IFNAMSIZ];
+static const char *rx_if;
 
 /* ---- the verdict rule and its inputs (unit-tested) ---- */
 struct hw_late {
 	double limit, idle_pct, awake_pct, added; /* added = idle_pct - awake_pct */
 };
 
-/* Late packets added by idling, against one limit: awake p50 + late_us. Spikes count
- * whether they hit 50 % of the packets or 5 %; noise in both conditions cancels. */
+/* % of packets above awake p50 + late_us: spikes count whether they hit 50 % of the
+ * packets or 5 %; noise in both conditions cancels */
 static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, size_t na,
 				double late_us)
 {
@@ -115,10 +106,9 @@ static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, si
 	return r;
 }
 
-/* Idling cannot make packets faster: awake worse by as much means other load hit the
- * awake blocks, and the comparison is inconclusive (SKIP), not a PASS. Nor can a state
- * not entered delay them: exits (entries per packet into states with an exit latency in
- * the idle blocks; NAN: no such state) under 0.1 make idle worse by as much SKIP too. */
+/* Idling cannot make packets faster (awake worse by as much: other load), nor can a
+ * state not entered delay them (exits: entries per packet into states with an exit
+ * latency, NAN: none): SKIP. */
 static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double exits)
 {
 	if (!isfinite(added_pct))
@@ -138,6 +128,11 @@ static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, in
 	for (int k = 0; k < n; k++)
 		sum += !deep || st[k].latency_us > 0 ? e[k] : 0;
 	return packets > 0 ? (double)sum / (double)packets : 0;
+}
+
+static double per_packet(int c, bool deep)
+{
+	return hwts_entries(conds[c].entries, states, nstates, conds[c].sent, deep);
 }
 
 /* ---- the conditions ---- */
@@ -165,8 +160,7 @@ static void *spinner(void *arg)
 	return arg;
 }
 
-/* PM QoS 0: no CPU enters a state with an exit latency while the fd is open; closing
- * it (or exiting) drops the request: nothing to undo */
+/* PM QoS 0 while the fd is open: no CPU enters a state with an exit latency */
 static int pmqos_hold(void)
 {
 	int32_t zero = 0;
@@ -177,24 +171,26 @@ static int pmqos_hold(void)
 	return fd;
 }
 
-/* enter (on) or leave condition c */
+/* enter (on) or leave condition c, its state usage counted in between */
 static int cond_set(int c, bool on)
 {
 	static pthread_t spin;
 	static int qos;
-	int r = 0;
+	int r = 0, kind = conds[c].kind;
 
-	if (conds[c].kind == C_SPIN) {
+	if (!on)
+		add_usage(&conds[c], 1);
+	if (kind == C_SPIN) {
 		atomic_store(&spin_stop, !on);
 		r = on ? kr_thread_start(&spin, rx_cpu, SCHED_IDLE, 0, spinner, NULL)
 		       : pthread_join(spin, NULL);
-	} else if (conds[c].kind == C_PMQOS) {
+	} else if (kind == C_PMQOS) {
 		r = !on ? close(qos) : (qos = pmqos_hold()) < 0 ? -1 : 0;
-	} else if (conds[c].kind == C_NOSTATE) {
+	} else if (kind == C_NOSTATE) {
 		r = more.cond_set(c, on);
 	}
-	if (on)
-		kr_sleep_ns(2000000); /* the spinner reaches the CPU, the governor the request */
+	if (on) /* the spinner reaches the CPU, the governor the request */
+		kr_sleep_ns(2000000), add_usage(&conds[c], -1);
 	return r;
 }
 
@@ -217,14 +213,12 @@ static void *receiver(void *arg)
 		m.msg_controllen = sizeof(ctrl);
 		ssize_t r = recvmsg(rxfd, &m, 0);
 		clock_gettime(CLOCK_REALTIME, &now);
-		if (r < 0 && (errno == EAGAIN || errno == EINTR) && !atomic_load(&rx_stop))
-			continue;
-		if (r < 0 || (r == sizeof(p) && p[0] == HW_MAGIC && p[1] == HW_STOP))
+		if (r < 0 && atomic_load(&rx_stop)) /* nothing for SO_RCVTIMEO after the last */
 			return arg;
 		if (r != sizeof(p) || p[0] != HW_MAGIC || p[1] >= nsamples)
 			continue;
 		int64_t *t = samples[p[1]].t;
-		t[T_USER] = ts_ns(&now);
+		t[T_USER] = ts_ns(&now), received++;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
 				struct scm_timestamping *ts = (void *)CMSG_DATA(c);
@@ -234,22 +228,20 @@ static void *receiver(void *arg)
 	}
 }
 
-/* sender and reader in two private namespaces held by fds (gone with the process),
- * over veth or the reader's lo; RX software stamps */
+/* sender and reader in two namespaces held by fds (gone with the process), over veth
+ * or the reader's lo; RX software stamps */
 static int open_net(void)
 {
 	int nsa = kr_netns_new(), nsb = kr_netns_new();
 	int on = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE;
-	char a[IFNAMSIZ];
 
-	snprintf(a, sizeof(a), "kr%ua", (unsigned)getpid() % 100000u);
-	snprintf(rx_if, sizeof(rx_if), cfg.path ? "lo" : "kr%ub", (unsigned)getpid() % 100000u);
+	rx_if = cfg.path ? "lo" : "krb";
 	if (nsa < 0 || nsb < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
 			       strerror(errno));
 	if (cfg.path == PATH_LO)
 		nsa = nsb;
-	else if (kr_veth_create(nsa, a, "10.77.0.1/24", nsb, rx_if, "10.77.0.2/24") < 0)
+	else if (kr_veth_create(nsa, "kra", "10.77.0.1/24", nsb, rx_if, "10.77.0.2/24") < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
 	dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(7470) };
 	inet_pton(AF_INET, cfg.path ? "127.0.0.1" : "10.77.0.2", &dst.sin_addr);
@@ -263,10 +255,11 @@ static int open_net(void)
 }
 
 /* ---- the measurement: the conditions in ABBA rounds of per_block + 1 packets (the
- * first after a switch is a warmup), the CPU's state entries in each ---- */
+ * first after a switch is a warmup) ---- */
 static int measure(int repeat, long per_block, bool mitigate)
 {
-	struct timeval tv = { .tv_usec = 200000 + (int)(cfg.spacing_ns / 1000) };
+	int64_t quiet_us = 200000 + cfg.spacing_ns / 1000; /* --spacing up to 1 s */
+	struct timeval tv = { .tv_sec = quiet_us / 1000000, .tv_usec = quiet_us % 1000000 };
 	uint32_t p[2] = { HW_MAGIC, 0 };
 	struct timespec now;
 	pthread_t rxt;
@@ -279,29 +272,25 @@ static int measure(int repeat, long per_block, bool mitigate)
 	    kr_thread_start(&rxt, rx_cpu, SCHED_OTHER, 0, receiver, NULL) < 0)
 		return kr_error("the reader on cpu%d: %s", rx_cpu, strerror(errno));
 	for (int rep = 0; rep < repeat; rep++)
-		for (int round = 0; round < HW_ROUNDS; round++)
-			for (int j = 0; j < nconds; j++) {
-				int c = round % 2 ? nconds - 1 - j : j;
-				if (cond_set(c, true) < 0)
-					return kr_error("%s: %s", conds[c].name, strerror(errno));
-				add_usage(&conds[c], -1);
-				int64_t t = kr_now_ns() + cfg.spacing_ns;
-				for (long i = 0; i <= per_block; i++, t += cfg.spacing_ns) {
-					struct hw_sample *s = &samples[p[1] = next_seq++];
-					kr_sleep_until_ns(t);
-					clock_gettime(CLOCK_REALTIME, &now);
-					*s = (struct hw_sample){ c, rep, !i, { ts_ns(&now) } };
-					if (sendto(txfd, p, sizeof(p), 0, (struct sockaddr *)&dst,
-						   sizeof(dst)) < 0)
-						return kr_error("sendto: %s", strerror(errno));
-					if (more.sent)
-						more.sent();
-				}
-				conds[c].sent += per_block + 1;
-				add_usage(&conds[c], 1);
-				cond_set(c, false);
+		for (int round = 0; round < HW_ROUNDS * nconds; round++) {
+			int j = round % nconds, c = round / nconds % 2 ? nconds - 1 - j : j;
+			if (cond_set(c, true) < 0)
+				return kr_error("%s: %s", conds[c].name, strerror(errno));
+			int64_t t = kr_now_ns() + cfg.spacing_ns;
+			for (long i = 0; i <= per_block; i++, t += cfg.spacing_ns) {
+				struct hw_sample *s = &samples[p[1] = next_seq++];
+				kr_sleep_until_ns(t);
+				clock_gettime(CLOCK_REALTIME, &now);
+				*s = (struct hw_sample){ c, rep, !i, { ts_ns(&now) } };
+				if (sendto(txfd, p, sizeof(p), 0, (struct sockaddr *)&dst,
+					   sizeof(dst)) < 0)
+					return kr_error("sendto: %s", strerror(errno));
+				if (more.sent)
+					more.sent();
 			}
-	kr_sleep_ns(50000000); /* the last packets, then the reader's stop */
+			conds[c].sent += per_block + 1;
+			cond_set(c, false);
+		}
 	atomic_store(&rx_stop, true);
 	p[1] = HW_STOP;
 	sendto(txfd, p, sizeof(p), 0, (struct sockaddr *)&dst, sizeof(dst));
@@ -331,35 +320,24 @@ static struct hw_late late_of(int rep)
 	return hwts_late(buf, ni, abuf, na, (double)cfg.late_ns / 1000.0);
 }
 
-static int judge(const struct kr_opts *o, const char *drv, const char *gov)
+static int judge(const struct kr_opts *o, const char *gov)
 {
-	static const double at[4] = { 50, 90, 99, 100 };
 	enum kr_verdict v[100];
-	double p[2][4], busy[2];
-	double exits = nexits ? hwts_entries(conds[0].entries, states, nstates, conds[0].sent, true)
-			      : NAN;
+	double busy[2], exits = nexits ? per_packet(0, true) : NAN, idled = per_packet(0, false);
 	int npass, nfail;
 	struct hw_late l;
 
-	kr_say("\nkernel->user (us) %8s %8s %8s %8s  cpu%d busy", "p50", "p90", "p99", "max",
-	       rx_cpu);
+	kr_say("\nkernel->user (us)      p50      p90      p99      max  cpu%d busy", rx_cpu);
 	for (int c = 0; c < 2; c++) {
 		size_t n = collect(c, -1, buf);
-		for (int i = 0; i < 4; i++)
-			p[c][i] = kr_percentile(buf, n, at[i]);
 		busy[c] = !nstates ? NAN /* not known */
 			  : fmax(0, 100 - 1e5 * (double)conds[c].idle_us / (double)conds[c].wall_ns);
-		kr_say("  %-15s %8.1f %8.1f %8.1f %8.1f %9.1f%%", conds[c].name, p[c][0], p[c][1],
-		       p[c][2], p[c][3], busy[c]);
+		kr_say("  %-15s %8.1f %8.1f %8.1f %8.1f %9.1f%%", conds[c].name,
+		       kr_percentile(buf, n, 50), kr_percentile(buf, n, 90),
+		       kr_percentile(buf, n, 99), kr_percentile(buf, n, 100), busy[c]);
 	}
-	kr_say("state entries per packet on cpu%d (cpuidle driver %s):", rx_cpu, drv);
-	for (int c = 0; c < nconds; c++)
-		for (int k = 0; k < nstates; k++)
-			kr_say("  %-12s %-16.24s %6.2f", k ? "" : conds[c].name, states[k].name,
-			       (double)conds[c].entries[k] / (double)conds[c].sent);
 	if (more.record)
 		more.record();
-	kr_say("late: kernel->user above the awake p50 + %.0f us", (double)cfg.late_ns / 1000);
 	for (int rep = 0; rep < o->repeat; rep++) {
 		l = late_of(rep);
 		if ((v[rep] = hwts_rule(l.added, o->threshold, exits)) == KR_ERROR)
@@ -371,19 +349,14 @@ static int judge(const struct kr_opts *o, const char *drv, const char *gov)
 	l = late_of(-1);
 	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
 	       l.awake_pct, l.limit);
-	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
-	       p[0][0] - p[1][0], p[0][1] - p[1][1], p[0][2] - p[1][2]);
 	/* PM QoS must have kept the CPU polling, else awake (or --mitigate) idled too */
-	for (int c = 0; c < 2; c++) {
-		double deep = hwts_entries(conds[c].entries, states, nstates, conds[c].sent, true);
-		if ((conds[c].kind == C_PMQOS || o->mitigate) && deep >= 0.1)
+	for (int c = 0; c < 2; c++)
+		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, true) >= 0.1)
 			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d polling (%s: "
 				       "%.2f halts per packet, governor %s)", rx_cpu, conds[c].name,
-				       deep, gov);
-	}
-	double e = hwts_entries(conds[0].entries, states, nstates, conds[0].sent, false);
-	if (nstates && e < HW_MIN_IDLE_ENTRIES) /* without states, --awake spin: not known */
-		return kr_inconclusive(l.added, "cpu%d idled %.2fx per packet: busy", rx_cpu, e);
+				       per_packet(c, true), gov);
+	if (nstates && idled < HW_MIN_IDLE_ENTRIES) /* without states, --awake spin: not known */
+		return kr_inconclusive(l.added, "cpu%d idled %.2fx per packet: busy", rx_cpu, idled);
 	/* other tasks or the host on the CPU delay packets more than idle states do */
 	for (int c = 0; c < 2; c++)
 		if (conds[c].kind != C_SPIN && busy[c] > HW_MAX_BUSY)
@@ -406,62 +379,50 @@ static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable = { 0, NULL };
 	char drv[64], gov[64];
-	int r;
+	int r, awake = cfg.awake ? cfg.awake : C_PMQOS;
 
-	/* requirements first: the measured CPU (--cpu, default the highest usable one) and
-	 * another for the sender, cpuidle states to leave, PM QoS */
+	/* the measured CPU (--cpu, default the highest usable one), another for the sender */
 	bool cpus_ok = kr_usable_cpus(&usable) >= 2 &&
 		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
 	kr_cpus_free(&usable);
-	kr_env_cpu(rx_cpu); /* the header's cpuidle and cpufreq lines: of the measured CPU */
-	kr_env_standard((const char *const[]){ "group:cpuidle", "group:cpufreq", "group:cmdline",
-					       "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL });
+	kr_env_cpu(rx_cpu);
+	kr_env_standard(more.env);
 	if (!cpus_ok)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and reader)");
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	for (int k = 0; k < nstates; k++)
 		nexits += states[k].latency_us > 0; /* POLL has no exit latency */
-	int awake = cfg.awake ? cfg.awake : AWAKE_PMQOS;
-	if (!nexits && awake != AWAKE_SPIN) /* only a spinner can be compared with a halt */
+	if (!nexits && awake != C_SPIN) /* only a spinner can be compared with a halt */
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s): "
 			       "nothing to compare", rx_cpu, drv);
-	if ((awake == AWAKE_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
+	if ((awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
 			       strerror(errno));
-
 	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };
-	conds[1] = (struct hw_cond){ .name = "awake-pmqos", .kind = C_PMQOS };
-	if (awake == AWAKE_SPIN)
-		conds[1] = (struct hw_cond){ .name = "awake-spin", .kind = C_SPIN };
-	nconds = 2;
+	conds[1] = (struct hw_cond){ .name = "awake-pmqos", .kind = awake };
+	if (awake == C_SPIN)
+		strcpy(conds[1].name, "awake-spin");
 	long packets = cfg.packets ? cfg.packets
 				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
 	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
-	/* open: the sockets (and the full program's --per-state blocks, journaled) */
 	if ((r = more.open ? more.open() : open_net()))
 		return r;
-	if ((double)o->repeat * nconds * HW_ROUNDS * (double)(per_block + 1) > 4e6)
-		return kr_error("too many packets: %d repeats x %d conditions x %ld", o->repeat,
-				nconds, per_block * HW_ROUNDS);
-	nsamples = (uint32_t)(o->repeat * nconds * HW_ROUNDS * (per_block + 1));
-	samples = calloc(nsamples, sizeof(*samples));
-	buf = malloc(2 * nsamples * sizeof(double));
-	abuf = buf + nsamples;
-	if (!samples || !buf)
-		return kr_error("out of memory for %u samples", nsamples);
+	double n = (double)o->repeat * nconds * HW_ROUNDS * (double)(per_block + 1);
+	samples = n <= 4e6 ? calloc((size_t)n, sizeof(*samples)) : NULL;
+	buf = samples ? malloc(2 * (size_t)n * sizeof(double)) : NULL;
+	if (!buf)
+		return kr_error("no memory for %.0f samples", n);
+	nsamples = (uint32_t)n, abuf = buf + nsamples;
 	kr_params("path=%s rx_if=%s cpu=%d sender_cpu=%d spacing=%.3gms packets=%ld awake=%s "
 		  "repeat=%d mitigate=%s", (const char *[]){ "veth", "lo", "peer" }[cfg.path],
 		  rx_if, rx_cpu, tx_cpu, (double)cfg.spacing_ns / 1e6, per_block * HW_ROUNDS,
 		  conds[1].name + 6, o->repeat, o->mitigate ? "pmqos" : "no");
 	if ((r = measure(o->repeat, per_block, o->mitigate)))
 		return r;
-	long lost = 0;
-	for (uint32_t i = 0; i < next_seq; i++)
-		lost += !samples[i].t[T_USER];
-	if (lost > (long)next_seq / 10)
-		return kr_error("%ld of %u packets lost", lost, next_seq);
-	return judge(o, drv, gov);
+	if (received < next_seq - next_seq / 10)
+		return kr_error("%u of %u packets lost", next_seq - received, next_seq);
+	return judge(o, gov);
 }
 
 static const struct kr_prog prog = {
@@ -572,7 +533,7 @@ static int open_peer(int *hw)
 	int rxf = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE;
 	socklen_t iflen = ifn ? (socklen_t)strlen(ifn) : 0;
 
-	snprintf(rx_if, sizeof(rx_if), "%s", ifn ? ifn : "(routed)");
+	rx_if = ifn ? ifn : "(routed)";
 	snprintf(hw_why, sizeof(hw_why), "not tried (no --iface)");
 	if (ifn && kr_netns_ethtool(self, ifn, &ti) < 0) {
 		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (ETHTOOL_GET_TS_INFO: %s)",
@@ -718,9 +679,20 @@ static size_t seg_collect(int c, int g)
 static void record(void)
 {
 	struct hw_late l = late_of(-1);
-	char k[96];
-	double idle_p50 = kr_percentile(buf, seg_collect(0, SEG_K2U), 50);
+	char k[96], drv[64], gov[64];
+	double p[2][3];
 
+	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
+	kr_say("state entries per packet on cpu%d (cpuidle driver %s):", rx_cpu, drv);
+	for (int c = 0; c < nconds; c++)
+		for (int s = 0; s < nstates; s++)
+			kr_say("  %-12s %-16.24s %6.2f", s ? "" : conds[c].name, states[s].name,
+			       (double)conds[c].entries[s] / (double)conds[c].sent);
+	for (int c = 0; c < 2; c++) {
+		size_t n = seg_collect(c, SEG_K2U);
+		for (int i = 0; i < 3; i++)
+			p[c][i] = kr_percentile(buf, n, (double[]){ 50, 90, 99 }[i]);
+	}
 	kr_say("hardware stamps: %s", hw_why);
 	kr_say("%-15s %-12s %8s %8s %8s %8s", "segment (us)", "condition", "p50", "p90", "p99",
 	       "max");
@@ -741,14 +713,16 @@ static void record(void)
 		int s = conds[c].state;
 		double left = (double)conds[c].entries[s] / (double)conds[c].sent;
 		kr_say("disabling %s saves %.1f us of kernel->user p50", states[s].name,
-		       idle_p50 - kr_percentile(buf, seg_collect(c, SEG_K2U), 50));
+		       p[0][0] - kr_percentile(buf, seg_collect(c, SEG_K2U), 50));
 		if (left > 0.1) /* the haltpoll governor picks its state without looking */
 			kr_say("  but it was still entered %.2f times per packet: the governor "
 			       "ignores 'disable'", left);
 	}
+	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
+	       p[0][0] - p[1][0], p[0][1] - p[1][1], p[0][2] - p[1][2]);
+	kr_say("late: kernel->user above the awake p50 + %.0f us", (double)cfg.late_ns / 1000);
 	/* entries into states with an exit latency: a halt or a C-state (not POLL) */
-	kr_measure("idle_deep_entries_per_packet",
-		   hwts_entries(conds[0].entries, states, nstates, conds[0].sent, true));
+	kr_measure("idle_deep_entries_per_packet", per_packet(0, true));
 	kr_measure("late_idle_pct", l.idle_pct);
 	kr_measure("late_awake_pct", l.awake_pct);
 	kr_measure("packets_sent", next_seq);
@@ -839,6 +813,10 @@ static void causes(const struct kr_opts *o)
 			 "case got worse with isolcpus and nohz_full)", rx_cpu, iso);
 }
 
+/* the header's cpuidle and cpufreq lines: of the measured CPU (kr_env_cpu) */
+static const char *const env[] = { "group:cpuidle", "group:cpufreq", "group:cmdline",
+				   "config:CONFIG_CPU_IDLE", "config:CONFIG_HZ", NULL };
+
 static int validate(const struct kr_opts *o)
 {
 	(void)o;
@@ -849,6 +827,7 @@ static int validate(const struct kr_opts *o)
 	cfg.path = full.peer ? PATH_PEER : cfg.path;
 	more.open = open_full, more.sent = drain_errqueue, more.cond_set = nostate_set;
 	more.record = record;
+	more.env = env;
 	return 0;
 }
 

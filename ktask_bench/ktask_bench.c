@@ -2,19 +2,17 @@
 /*
  * Description: parallel, NUMA-aware clearing of large memory against one thread (ktask).
  *
- * The kernel zeroes memory at fault time, one page or one 2 MiB folio per fault
- * (folio_zero_user), in the faulting thread: 100 GiB of huge pages took 41 s on one
- * thread in the ktask RFC (Daniel Jordan, 2017), which handed chunks to per-node kernel
- * threads (2.0x at 2, 10x at 16). Upstream never merged it, so a process clears in
- * parallel itself: threads fault in disjoint chunks (MADV_POPULATE_WRITE, 5.14, or a
- * touch), each bound to its chunk's node. That scales unless the kernel serialises them:
- * hugetlbfs_fallocate() holds inode_lock for the whole call (--trigger: chunks of ONE
- * hugetlbfs file from every thread). Verdict: the gain at the largest N with a CPU
- * each, (speedup(N) - 1) / (ideal(N) - 1), ideal(N) = min(N, rep stosb GiB/s at N
- * threads / kernel GiB/s at 1): a host at its memory bandwidth wall fails no kernel,
- * and a serialised clear scores ~0 whether ideal is 1.4 (an AMD-hosted VM) or 2.
- * KVM guests hand freed memory back to the host (free page reporting) and re-faulting it
- * is slow: each kind is warmed up once, then its timed passes follow back to back.
+ * The kernel zeroes memory at fault time (folio_zero_user) in the faulting thread: 100
+ * GiB of huge pages took 41 s on one thread in the ktask RFC (Daniel Jordan, 2017; 2.0x
+ * at 2 threads, 10x at 16), never merged. So a process clears in parallel itself:
+ * threads fault in disjoint chunks (MADV_POPULATE_WRITE, 5.14, or a touch), each on its
+ * chunk's node. That scales unless the kernel serialises them: hugetlbfs_fallocate()
+ * holds inode_lock for the whole call (--trigger: chunks of ONE hugetlbfs file from
+ * every thread). Metric: the gain (speedup(N) - 1) / (ideal(N) - 1) at the most threads
+ * with a CPU each, ideal(N) = min(N, rep stosb GiB/s at N threads / kernel GiB/s at 1):
+ * ~0 when serialised, whatever the host's memory bandwidth wall.
+ * KVM guests hand freed memory to the host (free page reporting), slow to re-fault:
+ * each kind is warmed up once, then its timed passes run back to back.
  */
 #include "krepro.h"
 
@@ -37,7 +35,7 @@
 #define MAX_THREADS 256
 #define MAX_POINTS 10  /* 1, 2, 4 .. 256 and a last one that is no power of two */
 #define MAX_PARTS 64   /* NUMA nodes with memory */
-#define MAX_REPEAT 100 /* --repeat's largest */
+#define MAX_REPEAT 100
 #define MAX_DELAY 0.10 /* workers waited longer for a CPU: other tasks, no vote */
 #define MIN_IDEAL 1.25 /* less speedup on offer: serialised and parallel look alike */
 #define NO_IDEAL 1.05 /* less: no gain, (speedup - 1) / (ideal - 1) is noise / ~0 */
@@ -48,14 +46,22 @@ static const char *const kind_names[NKINDS] = { "hugetlb", "thp", "4k" };
 enum method { M_POPULATE, M_TOUCH, M_FALLOCATE };
 static const char *const method_names[] = { "populate", "touch", "fallocate" };
 
-/* the run's parameters */
+/* size 0: 512 MiB or what fits the time budget; threads 0: the usable CPUs; pages: 0
+ * all, 1 hugetlb, 2 thp, 3 4k; -1 all (--trigger: hugetlb); method -1: populate
+ * (--trigger: fallocate) */
 static struct {
-	uint64_t size;	/* 0: 512 MiB, or less where that does not fit the time budget */
-	uint64_t chunk;	/* work unit from the shared counter */
-	long threads;	/* most threads; 0: the usable CPUs */
-	int pages;	/* 0 all, 1 hugetlb, 2 thp, 3 4k; -1: all (--trigger: hugetlb) */
-	int method;	/* enum method; -1: populate (--trigger: fallocate) */
+	uint64_t size, chunk;
+	long threads;
+	int pages, method;
 } cfg = { .size = 0, .chunk = 16ULL << 20, .threads = 0, .pages = -1, .method = -1 };
+
+/* the full program's CSV, tables and notes (set in main(); NULL in the mail form) */
+static struct {
+	int (*start)(void);
+	void (*pass)(enum kind k, int n, int rep, int pass, const double t[2], double delay);
+	void (*kind)(enum kind k, int judged);
+	void (*run)(void);
+} full;
 
 /* ---- the rules (unit tested) ---- */
 
@@ -104,26 +110,21 @@ static int thread_points(int max, int *pts)
 /* ---- the workers ---- */
 
 static struct {
-	char *base, *map; /* the region; map: its mapping with the THP alignment slack */
-	int fd;		  /* the hugetlbfs memfd of fallocate, else -1 */
+	char *base, *map; /* the region; map: with the THP alignment slack */
+	int fd;		  /* fallocate's hugetlbfs memfd */
 	uint64_t size, chunk, maplen, stride;
 	enum method method;
 	bool clear;	  /* this pass: the kernel clears, else rep stosb */
 	int nparts, node[MAX_PARTS];
-	uint64_t end[MAX_PARTS]; /* chunk index where part i ends */
+	uint64_t end[MAX_PARTS]; /* chunk index where NUMA part i ends */
 	_Atomic uint64_t next[MAX_PARTS];
 	pthread_barrier_t go;
 	_Atomic int err;
-	double delay; /* of the last pass: the workers' share of it waiting for a CPU */
+	double delay; /* of the last clear: the workers' share of it waiting for a CPU */
 } job;
 
-static struct worker {
-	int part;
-	pthread_t th;
-	uint64_t wait_ns;
-	int64_t t0, t1;
-} wk[MAX_THREADS];
-
+static struct worker { int part; pthread_t th; uint64_t wait_ns; int64_t t0, t1; }
+	wk[MAX_THREADS];
 static bool numa_ok;
 
 static int do_chunk(uint64_t off, uint64_t len)
@@ -168,19 +169,16 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* One timed pass with n workers: seconds, or -1 with errno. Thread start is not timed. */
+/* One timed pass with n workers, thread start not timed: seconds, or -1 with errno */
 static double run_pass(bool clear, int n)
 {
-	uint64_t nchunks = (job.size + job.chunk - 1) / job.chunk, begin = 0;
 	int64_t t0 = INT64_MAX, t1 = 0;
 	double waited = 0;
 
 	job.clear = clear;
 	atomic_store(&job.err, 0);
-	for (int p = 0; p < job.nparts; p++) {
-		atomic_store(&job.next[p], begin);
-		begin = job.end[p] = nchunks * (uint64_t)(p + 1) / (uint64_t)job.nparts;
-	}
+	for (int p = 0; p < job.nparts; p++)
+		atomic_store(&job.next[p], p ? job.end[p - 1] : 0);
 	pthread_barrier_init(&job.go, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++) {
 		wk[i].part = i % job.nparts;
@@ -197,20 +195,19 @@ static double run_pass(bool clear, int n)
 		waited += (double)wk[i].wait_ns / 1e9;
 	}
 	pthread_barrier_destroy(&job.go);
-	job.delay = waited / ((double)(t1 - t0) / 1e9 * n);
+	if (clear)
+		job.delay = waited / ((double)(t1 - t0) / 1e9 * n);
 	return (errno = atomic_load(&job.err)) ? -1 : (double)(t1 - t0) / 1e9;
 }
 
 /* ---- the measurement ---- */
 
-/* Maps fresh memory of kind k; the kernel clears it with n threads, then rep stosb over
- * it with n threads; a CSV row. t: clear, rep stosb s; delay: the clear's run delay
- * share; huge: the share of THP. 0 or an exit code. */
-static int cycle(enum kind k, int n, int rep, int pass, double t[2], double *delay,
-		 double *huge)
+/* Fresh memory of kind k: the kernel clears it with n threads (t[0] s), then rep stosb
+ * over it (t[1] s). *huge: the share of THP. 0 or an exit code. */
+static int cycle(enum kind k, int n, double t[2], double *huge)
 {
-	uint64_t nch = (job.size + job.chunk - 1) / job.chunk;
 	bool fa = job.method == M_FALLOCATE; /* one hugetlbfs file: fallocate() brings pages */
+	uint64_t b = 0;
 
 	job.stride = k == K_4K ? 4096 : HPAGE;
 	job.maplen = job.size + (k == K_THP ? HPAGE : 0); /* THP needs 2 MiB alignment */
@@ -220,18 +217,15 @@ static int cycle(enum kind k, int n, int rep, int pass, double t[2], double *del
 	job.base = k != K_THP ? job.map : (char *)(((uintptr_t)job.map + HPAGE - 1) & ~(HPAGE - 1));
 	if ((fa && job.fd < 0) || job.map == MAP_FAILED || (k != K_HUGETLB && madvise(job.base,
 	    job.size, k == K_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0))
-		return kr_error("cannot map %.2f GiB of %s pages: %s", job.size / GIB,
-				kind_names[k], strerror(errno));
-	for (int i = 0; numa_ok && !fa && i < job.nparts; i++) { /* each part on its node */
-		uint64_t b = nch * (uint64_t)i / (uint64_t)job.nparts * job.chunk;
-		uint64_t e = nch * (uint64_t)(i + 1) / (uint64_t)job.nparts * job.chunk;
-		if ((e = e > job.size ? job.size : e) > b)
-			numa_tonode_memory(job.base + b, (size_t)(e - b), job.node[i]);
+		return kr_error("cannot map %s pages: %s", kind_names[k], strerror(errno));
+	for (int p = 0; numa_ok && !fa && p < job.nparts; p++) { /* each part on its node */
+		uint64_t e = job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
+		numa_tonode_memory(job.base + b, (size_t)(e - b), job.node[p]);
+		b = e;
 	}
 	if ((t[0] = run_pass(true, n)) < 0)
 		return kr_error("clearing %s pages (%s): %s", kind_names[k],
 				method_names[job.method], strerror(errno));
-	*delay = job.delay;
 	*huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *
 				   1024.0 / (double)job.size;
 	if (fa) { /* map the file, its pages cleared, for rep stosb */
@@ -243,43 +237,40 @@ static int cycle(enum kind k, int n, int rep, int pass, double t[2], double *del
 	if ((t[1] = run_pass(false, n)) < 0)
 		return kr_error("rep stosb: %s", strerror(errno));
 	munmap(job.map, job.maplen);
-	if (job.fd >= 0)
+	if (fa)
 		close(job.fd);
-	kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f", kind_names[k], method_names[job.method], n,
-		   rep, pass, t[0], t[1], *delay);
 	return 0;
 }
 
-/* per kind, point and repeat: clear and rep stosb s (the fastest of the passes), and the
- * run delay share of that clear */
+/* per kind, point and repeat: clear and rep stosb s (the fastest passes), and the run
+ * delay share of that clear */
 static double tm[NKINDS][2][MAX_POINTS][MAX_REPEAT], dl[NKINDS][MAX_POINTS][MAX_REPEAT];
 static double huge_min[NKINDS]; /* the lowest share of THP seen */
 static int nrep[NKINDS], npoints, points[MAX_POINTS], vp; /* vp: the judged point */
 
-/* Each kind: a warm-up (CSV repeat -1), then its repeats back to back, so that the memory
- * freed by one pass is reused warm by the next before free page reporting hands it to
- * the host. Returns 0 or an exit code; *cut: fewer repeats than asked fit the budget. */
+/* Each kind: a warm-up, then its repeats back to back, so that the memory one pass
+ * frees is reused warm before free page reporting hands it to the host. 0 or an exit
+ * code; *cut: fewer repeats than asked fit the budget. */
 static int measure(unsigned kinds, int repeat, double budget, bool *cut)
 {
 	int r, kinds_left = __builtin_popcount(kinds);
 	int64_t start = kr_now_ns();
-	double t[2], delay, huge;
+	double t[2], huge;
 
 	for (int k = 0; k < NKINDS; k++) {
 		if (!(kinds & 1 << k))
 			continue;
 		if (k == K_HUGETLB && kr_hugetlb_reserve(job.size / HPAGE) < 0)
-			return errno != ENOMEM ? kr_error("cannot raise vm.nr_hugepages: %s",
-							  strerror(errno)) :
-			       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve %llu 2 MiB huge "
-				       "pages (memory fragmented)", (unsigned long long)(job.size /
-				       HPAGE));
-		if ((r = cycle((enum kind)k, points[vp], -1, 0, t, &delay, &huge_min[k])))
+			return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
+			       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve the 2 MiB huge "
+				       "pages (memory fragmented)");
+		if ((r = cycle((enum kind)k, points[vp], t, &huge_min[k])))
 			return r;
+		if (full.pass) /* the warm-up: repeat -1 */
+			full.pass((enum kind)k, points[vp], -1, 0, t, job.delay);
 		if (huge_min[k] < 0.9)
 			return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs "
-				       "(memory fragmented; AnonHugePages in "
-				       "/proc/self/smaps_rollup)", 100 * huge_min[k]);
+				       "(memory fragmented)", 100 * huge_min[k]);
 		int64_t t_kind = kr_now_ns(), last = 0; /* the kind's share of what is left */
 		double left = (budget - (double)(t_kind - start) / 1e9) / kinds_left--;
 		for (int i = 0; i < repeat; i++) {
@@ -290,15 +281,17 @@ static int measure(unsigned kinds, int repeat, double budget, bool *cut)
 			}
 			for (int p = 0; p < npoints; p++)
 				tm[k][0][p][i] = tm[k][1][p][i] = INFINITY;
-			for (int pass = 0; pass < PASSES; pass++)
-				for (int p = 0; p < npoints; p++) {
-					if ((r = cycle((enum kind)k, points[p], i, pass, t, &delay, &huge)))
-						return r;
-					huge_min[k] = fmin(huge_min[k], huge);
-					if (t[0] < tm[k][0][p][i])
-						tm[k][0][p][i] = t[0], dl[k][p][i] = delay;
-					tm[k][1][p][i] = fmin(tm[k][1][p][i], t[1]);
-				}
+			for (int pass = 0; pass < PASSES * npoints; pass++) {
+				int p = pass % npoints;
+				if ((r = cycle((enum kind)k, points[p], t, &huge)))
+					return r;
+				if (full.pass)
+					full.pass((enum kind)k, points[p], i, pass / npoints, t, job.delay);
+				huge_min[k] = fmin(huge_min[k], huge);
+				if (t[0] < tm[k][0][p][i])
+					tm[k][0][p][i] = t[0], dl[k][p][i] = job.delay;
+				tm[k][1][p][i] = fmin(tm[k][1][p][i], t[1]);
+			}
 			nrep[k] = i + 1;
 			last = kr_now_ns() - t0;
 		}
@@ -308,91 +301,52 @@ static int measure(unsigned kinds, int repeat, double budget, bool *cut)
 	return 0;
 }
 
-/* One kind's table and vote; *gain: its metric (NAN: no repeat judged, or no gain) */
-static enum kr_verdict judge(enum kind k, double threshold, double *gain, double *ideal)
+/* Each kind votes from its fastest judged passes at 1 and N threads: host noise only
+ * adds time, a lock that serialises shows in every pass. Run delay flags other tasks on
+ * the workers' CPUs, except with fallocate: there inode_lock's handoffs are the
+ * phenomenon. The metric: the lowest gain. */
+static int report(const struct kr_opts *o, unsigned kinds, bool cut)
 {
-	static const char *const how[] = { "MADV_POPULATE_WRITE", "first touch",
-					   "fallocate, 1 file" };
-	double gib = job.size / GIB, t1 = INFINITY, tn = INFINITY, mn = INFINITY;
-	int n = points[vp], judged = 0;
-
-	/* The vote: the fastest judged pass at 1 and at N threads (host noise only adds
-	 * time, a lock that serialises the threads shows in every pass). Run delay flags
-	 * other tasks on the workers' CPUs; with fallocate on one file the inode_lock
-	 * handoffs wake the workers all the time: there it is the phenomenon. */
-	for (int r = 0; r < nrep[k]; r++) {
-		double d = job.method == M_FALLOCATE ? 0 : fmax(dl[k][0][r], dl[k][vp][r]);
-		if (!repeat_judged(tm[k][0][0][r], tm[k][0][vp][r], d))
-			continue;
-		judged++;
-		t1 = fmin(t1, tm[k][0][0][r]);
-		tn = fmin(tn, tm[k][0][vp][r]);
-		mn = fmin(mn, tm[k][1][vp][r]);
-	}
-	*ideal = ideal_speedup(t1, mn, n);
-	enum kr_verdict v = ktask_rule(t1, tn, mn, n, threshold, gain);
-	kr_say("%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", kind_names[k],
-	       how[job.method], gib, (unsigned long long)(job.chunk >> 20), nrep[k],
-	       nrep[k] > 1 ? "s" : "");
-	kr_say("thr speedup   min s  med s  stdev  GiB/s   stosb  clear/\n"
-	       "                                           GiB/s   stosb");
-	for (int i = 0; i < npoints; i++) {
-		struct kr_stats s[2];
-		char sp[16] = "      -";
-		for (int q = 0; q < 2; q++) /* sorts them: the vote is done */
-			kr_stats(tm[k][q][i], (size_t)nrep[k], &s[q]);
-		if (i) /* tm[k][0][0][0]: the fastest at 1 thread, sorted */
-			snprintf(sp, sizeof(sp), "%6.2fx", tm[k][0][0][0] / s[0].min);
-		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f", points[i], sp, s[0].min,
-		       s[0].median, nrep[k] > 1 ? s[0].stdev : 0, gib / s[0].min, gib / s[1].min,
-		       s[1].min / s[0].min);
-	}
-	if (nrep[k] > judged)
-		kr_say("%d repeat%s not judged: workers waited >%.0f%% of a pass for a CPU",
-		       nrep[k] - judged, nrep[k] - judged > 1 ? "s" : "", 100 * MAX_DELAY);
-	if (judged)
-		kr_say("ideal speedup at %d thr: %.2fx = min(%d, stosb %d thr %.1f GiB/s\n"
-		       "  / kernel 1 thr %.1f GiB/s); speedup %.2fx", n, *ideal, n, n, gib / mn,
-		       gib / t1, t1 / tn);
-	kr_say("%s gain at %d threads: %.2f (fastest of %d judged repeat%s)", kind_names[k], n,
-	       *gain, judged, judged == 1 ? "" : "s");
-	if (huge_min[k] < 0.9)
-		kr_say("warning: only %.0f%% of the region was huge pages in some pass",
-		       100 * huge_min[k]);
-	kr_say("%s", "");
-	return v;
-}
-
-static int report(const struct kr_opts *o, unsigned kinds, int ncpus, int nthreads,
-		  double budget, bool cut)
-{
-	double metric = INFINITY, e, ideal, blind_ideal = NAN;
+	double metric = INFINITY, gib = job.size / GIB, gain, ideal, blind_ideal = NAN;
 	int n = points[vp], nvotes = 0, npass, nfail;
 	const char *unjudged = NULL, *blind = NULL;
 	enum kr_verdict votes[NKINDS];
 
 	for (int k = 0; k < NKINDS; k++) {
+		double t1 = INFINITY, tn = INFINITY, mn = INFINITY;
+		int judged = 0;
 		if (!(kinds & 1 << k))
 			continue;
-		votes[nvotes++] = judge((enum kind)k, o->threshold, &e, &ideal);
+		for (int r = 0; r < nrep[k]; r++) {
+			double d = job.method == M_FALLOCATE ? 0 : fmax(dl[k][0][r], dl[k][vp][r]);
+			if (!repeat_judged(tm[k][0][0][r], tm[k][0][vp][r], d))
+				continue;
+			judged++;
+			t1 = fmin(t1, tm[k][0][0][r]);
+			tn = fmin(tn, tm[k][0][vp][r]);
+			mn = fmin(mn, tm[k][1][vp][r]);
+		}
+		votes[nvotes++] = ktask_rule(t1, tn, mn, n, o->threshold, &gain);
+		ideal = ideal_speedup(t1, mn, n);
+		if (full.kind)
+			full.kind((enum kind)k, judged);
+		kr_say("%s: %d of %d repeats judged; clear 1 thr %.2f GiB/s, %d thr %.2f",
+		       kind_names[k], judged, nrep[k], gib / t1, n, gib / tn);
+		kr_say("  speedup %.2fx, ideal %.2fx (rep stosb %.2f GiB/s): gain %.2f", t1 / tn,
+		       ideal, gib / mn, gain);
+		if (huge_min[k] < 0.9)
+			kr_say("warning: only %.0f%% of the region was THP in a pass",
+			       100 * huge_min[k]);
 		if (ideal < MIN_IDEAL) /* judged repeats, too little on offer */
 			blind = kind_names[k], blind_ideal = ideal;
-		else if (isnan(e))
+		else if (isnan(gain))
 			unjudged = kind_names[k];
-		metric = isnan(e) ? metric : fmin(metric, e);
+		metric = isnan(gain) ? metric : fmin(metric, gain);
 	}
 	if (cut)
-		kr_say("fewer than %d repeats fit in the time budget of %.0f s (--duration)",
-		       o->repeat, budget);
-	if (job.nparts == 1)
-		kr_say("one NUMA node with memory: NUMA placement not exercised");
-	else
-		kr_say("%d NUMA nodes: each worker bound to the node of its chunks", job.nparts);
-	if (nthreads > ncpus)
-		kr_say("%d threads > %d CPUs: points above %d oversubscribe, not judged",
-		       nthreads, ncpus, n);
-	kr_say("gain = (speedup - 1) / (ideal - 1) at %d threads; the metric is the", n);
-	kr_say("lowest over the page kinds");
+		kr_say("fewer than %d repeats fit in the time budget (--duration)", o->repeat);
+	if (full.run)
+		full.run();
 	kr_measure("gain", metric);
 	enum kr_verdict v = kr_vote(votes, nvotes, &npass, &nfail);
 	if (unjudged)
@@ -409,14 +363,26 @@ static int report(const struct kr_opts *o, unsigned kinds, int ncpus, int nthrea
 
 /* ---- preconditions, the size that fits the time budget, the run ---- */
 
-/* SKIP reasons found before anything changes, or 0 */
-static int requirements(int ncpus, unsigned kinds, const char *thp)
+static int run(const struct kr_opts *o)
 {
+	struct kr_cpus usable; /* this process's affinity (cpusets) x the online CPUs */
+	int ncpus = kr_usable_cpus(&usable), r;
+	unsigned all = (1 << NKINDS) - 1;
+	unsigned kinds = cfg.pages > 0 ? 1u << (cfg.pages - 1) : o->trigger && cfg.pages < 0 ?
+			 1 << K_HUGETLB : all;
+	int nthreads = (int)(cfg.threads ? cfg.threads : ncpus < MAX_THREADS ? ncpus : MAX_THREADS);
+	char thp[256] = "";
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	bool populate = p != MAP_FAILED && madvise(p, 4096, MADV_POPULATE_WRITE) == 0;
+	bool cut = false;
 
+	kr_cpus_free(&usable);
 	if (p != MAP_FAILED)
 		munmap(p, 4096);
+	job.method = cfg.method >= 0 ? cfg.method : o->trigger ? M_FALLOCATE : M_POPULATE;
+	kr_env_standard((const char *const[]){ "group:memory", "group:numa",
+		"config:CONFIG_PAGE_REPORTING", NULL });
+	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
 	if (ncpus < 2)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU: no parallel clearing "
 			       "to compare");
@@ -429,51 +395,30 @@ static int requirements(int ncpus, unsigned kinds, const char *thp)
 	if (job.method == M_POPULATE && !populate)
 		return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14); try "
 			       "--method touch");
-	return 0;
-}
 
-static int run(const struct kr_opts *o)
-{
-	struct kr_cpus usable; /* this process's affinity (cpusets) x the online CPUs */
-	int ncpus = kr_usable_cpus(&usable), r;
-	unsigned all = (1 << NKINDS) - 1;
-	unsigned kinds = cfg.pages > 0 ? 1u << (cfg.pages - 1) : o->trigger && cfg.pages < 0 ?
-			 1 << K_HUGETLB : all;
-	int nthreads = (int)(cfg.threads ? cfg.threads : ncpus < MAX_THREADS ? ncpus : MAX_THREADS);
-	char thp[256] = "";
-	bool cut = false;
-
-	kr_cpus_free(&usable);
-	job.method = cfg.method >= 0 ? cfg.method : o->trigger ? M_FALLOCATE : M_POPULATE;
-	kr_env_standard((const char *const[]){ "group:memory", "group:numa",
-		"config:CONFIG_PAGE_REPORTING", NULL });
-	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
-	if ((r = requirements(ncpus, kinds, thp)))
-		return r;
-
-	/* Size the work to the time budget: one repeat and the warm-up from a probe of the
-	 * clearing speed. Under TCG the default 512 MiB took 40-42 s and met the hard cap. */
+	/* Size the work to the time budget from a probe of the clearing speed: each kind's
+	 * warm-up and one repeat. Under TCG the default 512 MiB met the hard cap. */
 	double budget = o->duration_s != kr_program()->duration_s ? o->duration_s
 								    : kr_program()->duration_s - 2;
 	double s_huge = kr_clear_s_per_gib(*thp && !strstr(thp, "[never]")), passes = 0;
 	double s_4k = kinds & 1 << K_4K ? kr_clear_s_per_gib(false) : 0;
 	uint64_t size = cfg.size;
 	npoints = thread_points(nthreads, points);
-	for (int k = 0; k < NKINDS; k++) /* each kind: the warm-up and a repeat, in s_huge */
+	for (int k = 0; k < NKINDS; k++) /* in passes of s_huge */
 		if (kinds & 1 << k)
 			passes += (k == K_4K ? s_4k / s_huge : 1) * (2 + PASSES * npoints);
 	if ((r = kr_mem_budget(&size, 512ULL << 20, cfg.chunk, s_huge, passes, budget)))
 		return r;
-	/* more threads than chunks would only wait */
-	uint64_t nchunks = (size + cfg.chunk - 1) / cfg.chunk;
+	uint64_t nchunks = (size + cfg.chunk - 1) / cfg.chunk; /* more threads would wait */
 	nthreads = (uint64_t)nthreads > nchunks ? (int)nchunks : nthreads;
 
-	/* NUMA: every node with memory owns a part of the region and its workers */
-	numa_ok = numa_available() >= 0;
+	numa_ok = numa_available() >= 0; /* every node with memory: a part and its workers */
 	for (int n = 0; numa_ok && n <= numa_max_node() && job.nparts < MAX_PARTS; n++)
 		if (numa_node_size64(n, NULL) > 0)
 			job.node[job.nparts++] = n;
 	job.nparts = job.nparts ? job.nparts : 1;
+	for (int i = 0; i < job.nparts; i++)
+		job.end[i] = nchunks * (uint64_t)(i + 1) / (uint64_t)job.nparts;
 	job.size = size;
 	job.chunk = cfg.chunk;
 	npoints = thread_points(nthreads, points);
@@ -483,11 +428,9 @@ static int run(const struct kr_opts *o)
 		  size / GIB, (unsigned long long)(cfg.chunk >> 20), nthreads,
 		  method_names[job.method], kinds == all ? "hugetlb,thp,4k" :
 		  kind_names[__builtin_ctz(kinds)], o->repeat);
-	if (kr_csv_open("pages,method,threads,repeat,pass,clear_s,memset_s,run_delay"))
-		return kr_error("cannot write the CSV file: %s", strerror(errno));
-	if ((r = measure(kinds, o->repeat, budget, &cut)))
+	if ((full.start && (r = full.start())) || (r = measure(kinds, o->repeat, budget, &cut)))
 		return r;
-	return report(o, kinds, ncpus, nthreads, budget, cut);
+	return report(o, kinds, cut);
 }
 
 static const struct kr_prog prog = {
@@ -504,6 +447,71 @@ static const struct kr_prog prog = {
 };
 
 /* ---- the command line (not in the mail form) ---- */
+
+static int csv_start(void)
+{
+	if (kr_csv_open("pages,method,threads,repeat,pass,clear_s,memset_s,run_delay"))
+		return kr_error("cannot write the CSV file: %s", strerror(errno));
+	return 0;
+}
+
+static void csv_pass(enum kind k, int n, int rep, int pass, const double t[2], double delay)
+{
+	kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f", kind_names[k], method_names[job.method], n,
+		   rep, pass, t[0], t[1], delay);
+}
+
+/* the kind's table: every point, before its vote is printed (kr_stats sorts) */
+static void kind_table(enum kind k, int judged)
+{
+	static const char *const how[] = { "MADV_POPULATE_WRITE", "first touch",
+					   "fallocate, 1 file" };
+	static int shown;
+	double gib = job.size / GIB, t1 = INFINITY;
+
+	kr_say("%s%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", shown++ ? "\n" : "",
+	       kind_names[k], how[job.method], gib, (unsigned long long)(job.chunk >> 20),
+	       nrep[k], nrep[k] > 1 ? "s" : "");
+	kr_say("thr speedup   min s  med s  stdev  GiB/s   stosb  clear/\n"
+	       "                                           GiB/s   stosb");
+	for (int r = 0; r < nrep[k]; r++)
+		t1 = fmin(t1, tm[k][0][0][r]);
+	for (int i = 0; i < npoints; i++) {
+		struct kr_stats s[2];
+		double v[2][MAX_REPEAT];
+		char sp[16] = "      -";
+		for (int q = 0; q < 2; q++) { /* a copy: kr_stats sorts */
+			memcpy(v[q], tm[k][q][i], sizeof(v[q]));
+			kr_stats(v[q], (size_t)nrep[k], &s[q]);
+		}
+		if (i)
+			snprintf(sp, sizeof(sp), "%6.2fx", t1 / s[0].min);
+		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f", points[i], sp, s[0].min,
+		       s[0].median, nrep[k] > 1 ? s[0].stdev : 0, gib / s[0].min, gib / s[1].min,
+		       s[1].min / s[0].min);
+	}
+	if (nrep[k] > judged)
+		kr_say("%d repeat%s not judged: workers waited >%.0f%% of a pass for a CPU",
+		       nrep[k] - judged, nrep[k] - judged > 1 ? "s" : "", 100 * MAX_DELAY);
+}
+
+/* where the run stands: NUMA, oversubscription, what the metric is */
+static void run_notes(void)
+{
+	struct kr_cpus usable;
+	int ncpus = kr_usable_cpus(&usable), n = points[vp], nthreads = points[npoints - 1];
+
+	kr_cpus_free(&usable);
+	if (job.nparts == 1)
+		kr_say("one NUMA node with memory: NUMA placement not exercised");
+	else
+		kr_say("%d NUMA nodes: each worker bound to the node of its chunks", job.nparts);
+	if (nthreads > ncpus)
+		kr_say("%d threads > %d CPUs: points above %d oversubscribe, not judged",
+		       nthreads, ncpus, n);
+	kr_say("gain = (speedup - 1) / (ideal - 1) at %d threads; the metric is the", n);
+	kr_say("lowest over the page kinds");
+}
 
 static const struct kr_option options[] = {
 	KR_ARG_SIZE("size", cfg.size, HPAGE, 1ULL << 40,
@@ -570,5 +578,9 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
+	full.start = csv_start;
+	full.pass = csv_pass;
+	full.kind = kind_table;
+	full.run = run_notes;
 	return kr_main(&prog, &cli, argc, argv);
 }
