@@ -4,16 +4,13 @@
  *
  * Without CONFIG_IRQ_TIME_ACCOUNTING (b52bfee445d3, 305e6835e055, v2.6.37; off in Debian
  * and most distributions) a task's clock runs on while its CPU serves an irq or softirq:
- * the time is charged to the interrupted task (CPU time, cgroup quota), and /proc/stat's
- * irq and softirq columns are tick samples. With it, irq time leaves the task's clock
- * (unless x86's tsc=noirqtime or an unstable TSC turns it off). Seen: an XDP balancer's
- * softirq CPU "doubled" from 4.19 to 5.4; only 5.4 had the option.
+ * the time is charged to the interrupted task (CPU time, cgroup quota). With it, irq
+ * time leaves the task's clock (unless tsc=noirqtime or an unstable TSC turns it off).
  *
- * UDP at Poisson spacing over loopback in a network namespace of our own; RPS steers
- * NET_RX to a victim CPU, where a probe spins and sums its clock steps above cfg.gap_ns:
- * the time it lost. Less run delay and steal, that is irq time; what of it still shows
- * in the probe's CPU time was charged: hidden = charged / lost, busy less baseline
- * (alternating slices); ~1 FAIL, ~0 PASS. NET_RX in a thread is no irq time: SKIP.
+ * UDP at Poisson spacing over loopback in a netns of our own; RPS steers NET_RX to a
+ * victim CPU, where a probe spins and sums its clock steps above cfg.gap_ns: the time it
+ * lost. Less run delay and steal, that is irq time; the part of it still in the probe's
+ * CPU time was charged: hidden = charged / lost, busy less baseline; ~1 FAIL, ~0 PASS.
  */
 #include "krepro.h"
 
@@ -26,29 +23,26 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define PASS_BELOW 0.3 /* hidden below this: precise irq time accounting */
-#define SLICES 10      /* of baseline and of busy per repeat, ABBA: a host's drift cancels */
-/* ms/s above which a pair is measured again, and not judged: probe run delay from other
- * tasks (idle box 0.2, a build > 40), baseline loss (quiet: 11-42 here, 70 under TCG) */
+#define PASS_BELOW 0.3 /* hidden below: precise irq time accounting */
+#define SLICES 10      /* of baseline and of busy per repeat, ABBA: drift cancels */
+/* ms/s above which a pair is measured again, not judged: the probe's run delay from
+ * other tasks (idle 0.2, a build > 40), baseline loss (quiet: 11-42, TCG 70) */
 #define MAX_DELAY 25.0
 #define MAX_BASE 100.0
 
 static struct {
-	long rate, idle_rate; /* packets/s: busy; the full program's idle regime */
+	long rate;	      /* packets/s */
 	double min_lost;      /* ms/s of irq loss needed to judge */
 	int64_t gap_ns;	      /* a clock step above this is time lost */
-	int ksoftirqd;	      /* 0: ksoftirqd/N at FIFO 1: 4.9-6.4 (4cd13c21b207) defer NET_RX
-			       * to it once woken, and it would wait behind the probe */
-} cfg = { .rate = 60000, .idle_rate = 15000, .min_lost = 50, .gap_ns = 1000, .ksoftirqd = 0 };
+	int ksoftirqd;	      /* 0: at FIFO 1, as 4.9-6.4 defer NET_RX to it (4cd13c21b207) */
+} cfg = { .rate = 60000, .min_lost = 50, .gap_ns = 1000, .ksoftirqd = 0 };
 
-/* NET_RX ran more in ksoftirqd (thread, ms/s) than on irq exit (lost): the probe lost
- * only the hardirq side (IPIs, wakeups), charged on any kernel */
+/* NET_RX ran more in ksoftirqd (thread, ms/s) than on irq exit (lost) */
 static bool net_rx_in_thread(double thread, double lost)
 {
 	return isfinite(thread) && thread > 5.0 && !(lost >= thread);
 }
 
-/* traffic: a Poisson sender and a draining receiver, off the victim CPU */
 static _Atomic long traffic_rate; /* packets/s; 0 pauses the sender */
 static atomic_bool traffic_stop;
 static _Atomic unsigned long long n_sent, n_received;
@@ -59,7 +53,7 @@ static void *sender(void *arg)
 	static const char payload[64] = "krepro-irqacct";
 	int64_t next = 0, now;
 
-	prctl(PR_SET_TIMERSLACK, 1UL); /* the spacing is the point */
+	prctl(PR_SET_TIMERSLACK, 1UL);
 	while (!traffic_stop) {
 		if (traffic_rate <= 0) {
 			kr_sleep_ns(1000000);
@@ -80,7 +74,7 @@ static void *sender(void *arg)
 
 static void *receiver(void *arg)
 {
-	static char buf[128]; /* nobody reads the data */
+	static char buf[128];
 	struct iovec iov = { buf, sizeof(buf) };
 	struct mmsghdr m[64];
 
@@ -91,12 +85,11 @@ static void *receiver(void *arg)
 	return NULL;
 }
 
-/* a phase's figures per second (ms; packets), the mean of its slices by wall time: the
- * probe's; ksoftirqd/N's run time; the victim CPU's /proc/stat; packets sent, received */
+/* a phase's figures per second (ms; packets), the mean of its slices by wall time */
 #define NV 12
 struct phase {
 	const char *name;
-	long rate;  /* packets/s */
+	long rate;
 	bool probe; /* the probe spins on the victim CPU (else it may idle) */
 	double wall;
 	union {
@@ -108,21 +101,23 @@ struct phase {
 	};
 };
 
-static int victim, other, nr_cpu_ids;
+static int victim, other;
+static bool fifo; /* ksoftirqd/N at SCHED_FIFO 1 */
 static pid_t ksoftirqd;
-static int64_t probe_ns; /* the length of the probe's run */
-static struct kr_cpu_times *stat0, *stat1; /* per CPU: nr_cpu_ids of them */
+static int64_t probe_ns;
+static struct kr_cpu_times *stat0, *stat1; /* per CPU */
 static struct phase base[100], busy[100]; /* a pair per repeat */
-/* the full program's (after the marker): a --csv row per slice; after the pairs, JSON's
- * figures and /proc/stat in two more regimes */
-static int (*full_slice)(const struct phase *s);
+/* the full program's (NULL here): more /proc/stat and --csv per slice, more after */
+static const char *const *env_knobs;
+static int (*full_slice)(struct phase *s, const struct kr_cpu_times *a,
+			 const struct kr_cpu_times *b, double tick);
 static void (*full_pairs)(int repeats, enum kr_verdict v);
 
 /* spins on the victim CPU at nice -20 (no RT throttling): lost, cpu and delay */
 static void *probe(void *arg)
 {
 	struct phase *ph = arg;
-	struct kr_schedstat s0 = { 0 }, s1 = { 0 }; /* readable: checked in run() */
+	struct kr_schedstat s0 = { 0 }, s1 = { 0 };
 	struct timespec c0, c1;
 	int64_t lost = 0;
 
@@ -154,6 +149,7 @@ static int measure(struct phase *ph, double seconds)
 {
 	struct kr_cpu_times all, *a = &stat0[victim], *b = &stat1[victim];
 	struct phase s = { .name = ph->name, .rate = ph->rate, .probe = ph->probe };
+	int n = kr_nr_cpu_ids();
 	pthread_t t;
 
 	traffic_rate = ph->rate;
@@ -161,24 +157,21 @@ static int measure(struct phase *ph, double seconds)
 	unsigned long long tx = n_sent, rx = n_received;
 	double k = ksoftirqd_ns();
 	int64_t t0 = kr_now_ns();
-	if (kr_read_proc_stat(&all, stat0, nr_cpu_ids) <= victim)
+	if (kr_read_proc_stat(&all, stat0, n) <= victim)
 		return -1;
 	probe_ns = (int64_t)(seconds * 1e9);
 	if (!ph->probe)
 		kr_sleep_ns(probe_ns);
 	else if (kr_thread_start(&t, victim, SCHED_OTHER, 0, probe, &s) || pthread_join(t, 0))
 		return -1;
-	if (kr_read_proc_stat(&all, stat1, nr_cpu_ids) <= victim)
+	if (kr_read_proc_stat(&all, stat1, n) <= victim)
 		return -1;
 	s.wall = (double)(kr_now_ns() - t0) / 1e9;
 	double tick = 1e3 / (double)kr_user_hz() / s.wall; /* ticks -> ms per second */
-#define D(f) ((double)(b->f - a->f) * tick)
-	s.steal = D(steal), s.user = D(user) + D(nice), s.system = D(system), s.irq = D(irq);
-	s.softirq = D(softirq), s.idle = D(idle) + D(iowait);
-#undef D
+	s.steal = (double)(b->steal - a->steal) * tick;
 	s.ksoftirqd = (ksoftirqd_ns() - k) / 1e6 / s.wall;
 	s.sent = (double)(n_sent - tx) / s.wall, s.received = (double)(n_received - rx) / s.wall;
-	if (full_slice && full_slice(&s) < 0)
+	if (full_slice && full_slice(&s, a, b, tick) < 0)
 		return -1;
 	for (int i = 0; i < NV; i++)
 		ph->v[i] = (ph->v[i] * ph->wall + s.v[i] * s.wall) / (ph->wall + s.wall);
@@ -186,9 +179,8 @@ static int measure(struct phase *ph, double seconds)
 	return 0;
 }
 
-/* The probe's gaps are irq time + steal + run delay (+ host time not shown as steal).
- * irq_lost: the gaps less steal and run delay; irq_charged: the gaps that still show up
- * as the probe's CPU time. Both in ms/s. */
+/* the probe's gaps are irq time + steal + run delay (+ host time not shown as steal);
+ * the part of them charged is in its CPU time */
 static double irq_lost(const struct phase *p)
 {
 	return p->lost - p->steal - p->delay;
@@ -201,12 +193,10 @@ static double irq_charged(const struct phase *p)
 
 #define finite0(x) (isfinite(x) ? (x) : 0)
 
-/* a repeat's figures, busy less baseline (ms/s): the verdict's inputs */
+/* a repeat's figures, busy less baseline (ms/s); delay: from tasks but ksoftirqd;
+ * thread: ksoftirqd's run time; base: the baseline's loss */
 struct pair {
-	double hidden, lost; /* of the irq time lost, the part charged; the time lost */
-	double delay;	     /* the probe's run delay from other tasks than ksoftirqd */
-	double thread;	     /* ksoftirqd/N's run time: NET_RX deferred to it */
-	double base;	     /* the baseline's loss: the host's load, where it is high */
+	double hidden, lost, delay, thread, base;
 };
 
 static struct pair pair_of(const struct phase *b, const struct phase *t)
@@ -219,19 +209,37 @@ static struct pair pair_of(const struct phase *b, const struct phase *t)
 		.thread = t->ksoftirqd - finite0(b->ksoftirqd), .base = b->lost };
 }
 
-/* A busy host (TCG: vCPUs that are host threads) takes more from the probe while our own
- * traffic keeps the other CPU busy too: charged loss that is no irq time; a baseline
- * losing more than MAX_BASE shows it */
+/* why a pair is not judged, or NULL; a busy host (TCG) takes more from the probe while
+ * our traffic loads the other CPU: charged loss that is no irq time */
+static const char *unjudged(const struct pair *p, double min_lost, char *why)
+{
+	if (net_rx_in_thread(p->thread, p->lost))
+		sprintf(why, "NET_RX ran in ksoftirqd/%d (%.1f ms/s), not on irq exit (%.1f "
+			"ms/s)%s", victim, p->thread, p->lost, fifo ? "" : ", at SCHED_OTHER");
+	else if (!(p->base <= MAX_BASE))
+		sprintf(why, "the baseline lost %.0f ms/s, over %.0f: host load?", p->base,
+			MAX_BASE);
+	else if (!(p->lost >= min_lost))
+		sprintf(why, "irq loss %.1f ms/s below %.0f ms/s: raise the rate", p->lost,
+			min_lost);
+	else if (!(p->delay <= MAX_DELAY))
+		sprintf(why, "run delay %.1f ms/s from other tasks", p->delay);
+	else
+		return NULL;
+	return why;
+}
+
 static enum kr_verdict irqacct_rule(const struct pair *p, double fail_above, double min_lost)
 {
-	if (net_rx_in_thread(p->thread, p->lost) || !isfinite(p->hidden) ||
-	    !(p->lost >= min_lost) || !(p->delay <= MAX_DELAY) || !(p->base <= MAX_BASE))
+	char why[256];
+
+	if (!isfinite(p->hidden) || unjudged(p, min_lost, why))
 		return KR_SKIP;
 	return p->hidden > fail_above ? KR_FAIL : p->hidden < PASS_BELOW ? KR_PASS : KR_SKIP;
 }
 
-/* UDP to ourselves over loopback in a network namespace of our own (it goes with the
- * process), RPS steering the receive softirq to the victim CPU; 0 or the exit code */
+/* UDP over loopback in a netns of our own (it goes with the process), RPS steering
+ * NET_RX to the victim CPU; 0 or the exit code */
 static int setup_network(int *tx, int *rx)
 {
 	char mask[KR_CPUMASK_LEN];
@@ -239,7 +247,7 @@ static int setup_network(int *tx, int *rx)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(5211),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
-	/* rps_cpus from inside the namespace: the host's /sys shows the host's lo */
+	/* from inside the netns: the host's /sys shows the host's lo */
 	if (ns < 0 || kr_netns_sysfs_write(ns, "class/net/lo/queues/rx-0/rps_cpus",
 			kr_cpus_mask(&(struct kr_cpus){ 1, &victim }, 0, mask, sizeof(mask))))
 		return errno == EINVAL || errno == ENOENT ? kr_skip(125, "needs network "
@@ -253,55 +261,44 @@ static int setup_network(int *tx, int *rx)
 	return 0;
 }
 
-/* the pairs' figures and votes; the verdict with the last repeat's figures */
-static int verdict(const struct kr_opts *o, bool fifo)
+/* the verdict; its figures the last repeat's */
+static int verdict(const struct kr_opts *o)
 {
 	enum kr_verdict votes[100];
-	struct pair p = { NAN, NAN, NAN, NAN, NAN };
+	struct pair p;
+	char why[256];
 	int npass, nfail;
 
 	for (int r = 0; r < o->repeat; r++) {
-		const struct phase *b = &base[r], *t = &busy[r];
-		p = pair_of(b, t);
+		const struct phase *ph[2] = { &base[r], &busy[r] };
+		p = pair_of(ph[0], ph[1]);
 		votes[r] = irqacct_rule(&p, o->threshold, cfg.min_lost);
-		kr_say("%-3.0d ms/s    lost     CPU   delay ksoftirqd steal softirq  pkts/s",
+		kr_say("%-3.0d ms/s    lost     CPU   delay ksoftirqd  steal  pkts/s",
 		       o->repeat > 1 ? r + 1 : 0); /* the repeat's number, if more than one */
-		for (const struct phase *ph = b; ph; ph = ph == b ? t : NULL)
-			kr_say("%-9s%8.1f%8.1f%8.1f%10.1f%6.1f%8.1f%8.0f", ph->name, ph->lost,
-			       ph->cpu, ph->delay, ph->ksoftirqd, ph->steal, ph->softirq, ph->sent);
-		kr_say("hidden = (CPU-(1000-lost)) / (lost-delay-steal) of busy-baseline");
-		kr_say("       = %.1f / %.1f = %.2f", p.hidden * p.lost, p.lost, p.hidden);
+		for (int i = 0; i < 2; i++)
+			kr_say("%-9s%8.1f%8.1f%8.1f%10.1f%7.1f%8.0f", ph[i]->name, ph[i]->lost,
+			       ph[i]->cpu, ph[i]->delay, ph[i]->ksoftirqd, ph[i]->steal, ph[i]->sent);
+		kr_say("hidden = charged/lost = %.1f/%.1f = %.2f", p.hidden * p.lost, p.lost,
+		       p.hidden);
 	}
 	enum kr_verdict v = kr_vote(votes, o->repeat, &npass, &nfail);
 	if (full_pairs)
 		full_pairs(o->repeat, v);
-	traffic_stop = true; /* the threads and the namespace end with the process */
+	traffic_stop = true; /* the threads and the netns end with the process */
 	if (v != KR_SKIP)
 		return kr_verdict(v, p.hidden, "lost=%.0fms/s", p.lost);
 	if (npass && nfail)
 		return kr_inconclusive(p.hidden, "repeats disagree: %d PASS, %d FAIL", npass, nfail);
-	/* before "host load?": a thread that ran NET_RX is the cause whatever the load */
-	if (net_rx_in_thread(p.thread, p.lost))
-		return kr_inconclusive(p.hidden, "NET_RX ran in ksoftirqd/%d (%.1f ms/s), not on "
-				       "irq exit (%.1f ms/s)%s", victim, p.thread, p.lost,
-				       fifo ? "" : ", at SCHED_OTHER");
-	if (!(p.base <= MAX_BASE))
-		return kr_inconclusive(p.hidden, "the baseline lost %.0f ms/s, over %.0f: host "
-				       "load?", p.base, MAX_BASE);
-	if (!(p.lost >= cfg.min_lost))
-		return kr_inconclusive(p.hidden, "irq loss %.1f ms/s below %.0f ms/s: raise the "
-				       "rate", p.lost, cfg.min_lost);
-	if (!(p.delay <= MAX_DELAY))
-		return kr_inconclusive(p.hidden, "run delay %.1f ms/s from other tasks", p.delay);
-	return kr_inconclusive(p.hidden, "hidden between %.2f and %.2f", PASS_BELOW,
-			       o->threshold);
+	if (!unjudged(&p, cfg.min_lost, why))
+		sprintf(why, "hidden between %.2f and %.2f", PASS_BELOW, o->threshold);
+	return kr_inconclusive(p.hidden, "%s", why);
 }
 
 static int run(const struct kr_opts *o)
 {
 	char buf[256];
-	int n = o->repeat, tx, rx, rc, rejected = 0;
-	/* --duration: 15% baseline and 35% busy (the full program: 50% more in two regimes) */
+	int n = o->repeat, tx, rx, rc;
+	/* --duration: 15% baseline, 35% busy (the full program's regimes: 50%) */
 	double t_base = o->duration_s * 0.15 / n, t_busy = o->duration_s * 0.35 / n;
 	unsigned long long seed = o->seed ? o->seed : (unsigned long long)kr_now_ns() & 0x7fffffff;
 	struct kr_cpus usable;
@@ -315,27 +312,20 @@ static int run(const struct kr_opts *o)
 			       kr_cpus_unusable(buf, sizeof(buf)));
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
-	/* NET_RX in a thread: RPS's in backlog_napi/N (v6.10+), every softirq in ksoftirqd/N */
-	const char *why = kr_backlog_threaded(); /* PREEMPT_RT, thread_backlog_napi */
-	if (why)
-		return kr_skip(125, "NET_RX of RPS packets runs in backlog_napi/%d, not on irq "
-			       "exit: %s", victim, why);
-	if ((why = kr_softirq_threaded())) /* PREEMPT_RT, threadirqs */
-		return kr_skip(125, "NET_RX runs in ksoftirqd/%d, not on irq exit: %s", victim, why);
-	if (!(stat0 = calloc((size_t)(nr_cpu_ids = kr_nr_cpu_ids()), 2 * sizeof(*stat0))))
+	const char *why; /* RPS's NET_RX in backlog_napi/N (v6.10+), softirqs in ksoftirqd */
+	if ((why = kr_backlog_threaded()) || (why = kr_softirq_threaded()))
+		return kr_skip(125, "NET_RX runs in a thread, not on irq exit: %s", why);
+	if (!(stat0 = calloc((size_t)kr_nr_cpu_ids(), 2 * sizeof(*stat0))))
 		return kr_error("out of memory");
-	stat1 = stat0 + nr_cpu_ids;
-	kr_env_standard((const char *const[]){ "group:config", "group:cmdline",
-		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
-		"file:/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL });
+	stat1 = stat0 + kr_nr_cpu_ids();
+	kr_env_standard(env_knobs);
 	if ((rc = setup_network(&tx, &rx)))
 		return rc;
 	snprintf(buf, sizeof(buf), "ksoftirqd/%d", victim);
 	kr_find_kthreads(buf, &ksoftirqd, 1);
-	/* refused (RT_GROUP_SCHED without runtime): measured as it is, the SKIP says so */
-	bool fifo = !cfg.ksoftirqd && ksoftirqd && !kr_journal_sched(ksoftirqd, SCHED_FIFO, 1);
-	/* nice ranks tasks only inside their autogroup: one of our own at -20 keeps other
-	 * sessions off the victim CPU (not for a process group leader: a shell's job) */
+	/* refused (RT_GROUP_SCHED): measured as it is, the SKIP says so */
+	fifo = !cfg.ksoftirqd && ksoftirqd && !kr_journal_sched(ksoftirqd, SCHED_FIFO, 1);
+	/* nice ranks only within an autogroup: ours at -20 keeps other sessions away */
 	bool own = !access("/proc/self/autogroup", F_OK) && setsid() >= 0 &&
 		   !kr_write_file("/proc/self/autogroup", "-20");
 	kr_params("duration=%gs repeat=%d victim_cpu=%d traffic_cpu=%d rate=%ldpps gap=%lldns "
@@ -348,11 +338,10 @@ static int run(const struct kr_opts *o)
 	if (kr_pin(0, other) || kr_thread_start(&th, other, SCHED_OTHER, 0, sender, &tx) ||
 	    kr_thread_start(&th, other, SCHED_OTHER, 0, receiver, &rx))
 		return kr_error("traffic on CPU %d: %s", other, strerror(errno));
-	traffic_rate = cfg.rate; /* warm up: caches, the socket's buffers */
+	traffic_rate = cfg.rate; /* warm up */
 	kr_sleep_ns(200000000);
 
-	/* the subtraction assumes one load: a pair with other tasks on the victim CPU or
-	 * foreign irq load is measured again while time lasts */
+	/* the subtraction assumes one load: a pair with other load is measured again */
 	int64_t end = kr_now_ns() + (int64_t)(o->duration_s * 1.5e9);
 	int64_t again = (int64_t)((t_base + t_busy + 0.1 * SLICES) * 1e9);
 	for (int r = 0; r < n; r++) {
@@ -367,11 +356,10 @@ static int run(const struct kr_opts *o)
 		if ((p.delay > MAX_DELAY || p.base > MAX_BASE) && kr_now_ns() + again < end) {
 			kr_warn("CPU %d: run delay %.1f ms/s from other tasks, baseline loss %.1f "
 				"ms/s: measuring again", victim, p.delay, p.base);
-			rejected++, r--; /* this repeat again */
+			r--; /* this repeat again */
 		}
 	}
-	kr_say("pairs measured again (run delay > 25, baseline > 100 ms/s): %d", rejected);
-	return verdict(o, fifo);
+	return verdict(o);
 }
 
 static const struct kr_prog prog = {
@@ -393,12 +381,18 @@ static const char *const v_names[NV] = { "lost_ms_s", "cpu_ms_s", "delay_ms_s",
 	"ksoftirqd_ms_s", "steal_ms_s", "stat_user_ms_s", "stat_system_ms_s", "stat_irq_ms_s",
 	"stat_softirq_ms_s", "stat_idle_ms_s", "sent_pps", "received_pps" };
 
-/* one --csv row per slice; the file is opened on the first */
-static int csv_slice(const struct phase *s)
+/* a slice's /proc/stat columns but steal (its ticks from a to b, tick: ms/s of one),
+ * and its --csv row; the file is opened on the first */
+static int full_stat_csv(struct phase *s, const struct kr_cpu_times *a,
+			 const struct kr_cpu_times *b, double tick)
 {
 	static bool opened;
 	char row[1024], *p = row;
 
+#define D(f) ((double)(b->f - a->f) * tick)
+	s->user = D(user) + D(nice), s->system = D(system), s->irq = D(irq);
+	s->softirq = D(softirq), s->idle = D(idle) + D(iowait);
+#undef D
 	if (!opened) {
 		p += sprintf(p, "phase,rate_pps,probe,wall_s");
 		for (int i = 0; i < NV; i++)
@@ -413,6 +407,8 @@ static int csv_slice(const struct phase *s)
 	kr_csv_row("%s", row);
 	return 0;
 }
+
+static long idle_rate = 15000; /* packets/s in the regimes after the pairs */
 
 /* a verdict against CONFIG_IRQ_TIME_ACCOUNTING (irqta: 1 set, 0 not, -1 unknown) */
 static bool config_disagrees(enum kr_verdict v, int irqta)
@@ -443,11 +439,11 @@ static void regimes(int repeats, enum kr_verdict v)
 	double d = o->duration_s, tick = 1000.0 / (double)kr_user_hz();
 	int64_t end = kr_now_ns() + (int64_t)(d * 0.7e9);
 
-	kr_progress("%ld pps: busy, then idle", cfg.idle_rate);
-	low = (struct phase){ .name = "busy-low", .rate = cfg.idle_rate, .probe = true };
+	kr_progress("%ld pps: busy, then idle", idle_rate);
+	low = (struct phase){ .name = "busy-low", .rate = idle_rate, .probe = true };
 	bool ok = measure(&low, d * 0.2) == 0;
 	for (;;) { /* an idle regime that was not is measured again while time lasts */
-		idle = (struct phase){ .name = "idle-low", .rate = cfg.idle_rate };
+		idle = (struct phase){ .name = "idle-low", .rate = idle_rate };
 		if (!(ok = ok && measure(&idle, d * 0.3) == 0) || idle.user + idle.system <= 100 ||
 		    kr_now_ns() + (int64_t)(d * 0.3e9) >= end)
 			break;
@@ -510,7 +506,7 @@ static void causes(const struct kr_opts *o)
 
 static const struct kr_option options[] = {
 	KR_ARG_LONG("rate", "PPS", cfg.rate, 1000, 1000000, "busy load in packets/s (60000)"),
-	KR_ARG_LONG("idle-rate", "PPS", cfg.idle_rate, 1000, 1000000,
+	KR_ARG_LONG("idle-rate", "PPS", idle_rate, 1000, 1000000,
 		    "idle-CPU load in packets/s (15000)"),
 	KR_ARG_DOUBLE("min-lost", "MS", cfg.min_lost, 1, 900,
 		      "ms/s of irq loss needed to judge (50)"),
@@ -544,6 +540,10 @@ int main(int argc, char **argv)
 		.causes = causes,
 	};
 
-	full_slice = csv_slice, full_pairs = regimes;
+	static const char *const knobs[] = { "group:config", "group:cmdline",
+		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
+		"file:/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL };
+
+	env_knobs = knobs, full_slice = full_stat_csv, full_pairs = regimes;
 	return kr_main(&prog, &cli, argc, argv);
 }
