@@ -208,10 +208,10 @@ static int full_report(uint64_t size, int cpu)
 		kr_stats(v[i], (size_t)n, &s);
 		m[i] = i < 3 ? size / GIB / s.median : s.median;
 	}
-	kr_say("one thread on CPU %d: %.2f GiB of %s, each 2 MiB faulted at its\n"
-	       "%s byte; %d passes counted, %d disturbed (a cold one apart)", cpu, size / GIB,
-	       cfg.pages ? "THP" : "hugetlb pages", o->mitigate ? "last" : "first", n,
-	       npasses - 1 - n);
+	kr_say("one thread on CPU %d: %.2f GiB of %s, each 2 MiB faulted\n"
+	       "at its %s byte; %d passes counted, %d disturbed (a cold one apart)", cpu,
+	       size / GIB, cfg.pages ? "THP" : "hugetlb pages", o->mitigate ? "last" : "first",
+	       n, npasses - 1 - n);
 	kr_say("GiB/s, medians:  kernel %.2f  rep stosb %.2f  movnti %.2f", m[0], m[1], m[2]);
 	kr_say("kernel / rep stosb %.2f, kernel / movnti %.2f (medians of each pass's",
 	       m[3], m[4]);
