@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Description: scripts/export's text rules, without a build: which calls the mail form
+drops (the ones that do nothing there: CSV, JSON figures, progress) and which it must keep
+because dropping them would change what runs or leave a name unused. Exit 0 pass, 1 fail."""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests"))
+from checks import check, finish  # noqa: E402
+
+loader = importlib.machinery.SourceFileLoader("export", os.path.join(TOP, "scripts", "export"))
+spec = importlib.util.spec_from_loader("export", loader)
+export = importlib.util.module_from_spec(spec)
+loader.exec_module(export)
+
+FUNC = """static int window(const struct kr_opts *o, int rep, double *v)
+{
+	int n = 0, seq = 0;
+
+	kr_progress("window %d of %d", rep,
+		    o->repeat); /* rep is used below too */
+	kr_csv_row("%d,%.3f", rep, fmax(v[0], 0));
+	if (o->trigger)
+		kr_measure("x", v[0]);
+	for (n = 0; n < 3; n++)
+		kr_csv_row("%d", n);
+	kr_measure("seq", seq++);
+	kr_measure("first", v[n] = 1);
+	kr_measure("more", more(v));
+	kr_measure_str("why", "a ; b ) c");
+	return rep + n + seq;
+}
+
+static void only_csv(int rep)
+{
+	kr_csv_row("%d", rep);
+}
+"""
+
+out = export.drop_noop_calls(FUNC)
+gone = ['kr_progress("window', 'kr_csv_row("%d,%.3f"', 'kr_measure_str("why"']
+kept = ['if (o->trigger)\n\t\tkr_measure("x", v[0]);',  # an if's body: the if would take the next
+        'kr_csv_row("%d", n);',  # a for's body
+        'kr_measure("seq", seq++);', 'kr_measure("first", v[n] = 1);',  # side effects
+        'kr_measure("more", more(v));',  # a call that may have some
+        'kr_csv_row("%d", rep);\n}']  # rep would be an unused parameter (-Wextra)
+for g in gone:
+    check(g not in out, f"not dropped: {g}")
+for k in kept:
+    check(k in out, f"dropped: {k!r}")
+check("return rep + n + seq;" in out and out.count("\n") == FUNC.count("\n") - 4,
+      f"the rest changed:\n{out}")
+check(export.drop_noop_calls("") == "", "empty text")
+finish()
