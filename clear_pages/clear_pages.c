@@ -2,19 +2,17 @@
 /*
  * Description: the kernel clears a fresh 2 MiB page at a fraction of rep stosb's speed.
  *
- * A fault on a huge page zeroes it in the faulting thread (folio_zero_user). Until 2026
- * the kernel cleared it one 4 KiB clear_page() at a time with cached stores, in an order
- * that ends at the faulting subpage to leave it cache-hot (c79b57e462b5, v4.14, "mm:
- * hugetlb: clear target sub-page last when clearing huge page"): a fault at the base of
- * the page clears its 512 subpages top-down, which some CPUs' prefetchers do not follow
- * (an AMD-hosted VM: 0.42-0.51 of rep stosb). Ankur Arora's clear_pages() series,
- * "folio_zero_user: clear pages sequentially" (mm, 2026), clears in order: AMD Genoa
+ * A fault on a huge page zeroes it in the faulting thread (folio_zero_user), until 2026
+ * one 4 KiB clear_page() at a time in an order that ends at the faulting subpage
+ * (c79b57e462b5, v4.14, "mm: hugetlb: clear target sub-page last when clearing huge
+ * page"): a fault at the base clears the 512 subpages top-down, which some CPUs'
+ * prefetchers do not follow (an AMD-hosted VM: 0.42-0.51 of rep stosb). Ankur Arora's
+ * "folio_zero_user: clear pages sequentially" (mm, 2026) clears in order: AMD Genoa
  * 11.8 -> 23.6 GB/s. One thread faults fresh hugetlb pages (or THP) at their base, then
- * stores over the same memory with rep stosb (what clear_page_erms runs) and movnti
- * (non-temporal): clearing = kernel GiB/s / rep stosb GiB/s, the median of the passes.
- * --mitigate faults each page at its last byte: the same kernel then clears it
- * bottom-up, the order of the fix. The first pass is cold (KVM guests hand freed memory
- * to the host: free page reporting) and does not count.
+ * stores over them with rep stosb (what clear_page_erms runs) and movnti (for the
+ * report): clearing = kernel GiB/s / rep stosb GiB/s, the median of the passes after a
+ * cold one (KVM guests give freed memory to the host). --mitigate faults each page at
+ * its last byte: the same kernel then clears bottom-up, the order of the fix.
  */
 #include "krepro.h"
 
@@ -27,26 +25,21 @@
 #include <cpuid.h>
 #endif
 
-#define HUGE_2MB (21 << 26) /* MAP_HUGE_2MB: whatever the default huge page size */
 #define HPAGE (2ULL << 20)
 #define GIB (1024.0 * 1024 * 1024)
-#define MAX_DELAY 0.10	/* the thread waited longer for a CPU: other tasks, no vote */
-#define MARGIN 0.04	/* the median closer to the threshold: inconclusive */
+#define MAX_DELAY 0.10	/* a pass that waited longer for a CPU: no vote */
+#define MARGIN 0.04	/* a median this close to the threshold: SKIP */
 #define MIN_PASSES 3	/* undisturbed passes for a verdict */
-#define PASSES 4	/* per --repeat, as the time budget allows: 512 MiB take ~0.1 s */
+#define PASSES 4	/* per --repeat, as the time budget allows */
 
-/* the run's parameters */
 static struct {
-	uint64_t size;	/* 0: 512 MiB, or less where that does not fit the time budget */
+	uint64_t size;	/* 0: 512 MiB, or what fits the time budget */
 	int pages;	/* 0 hugetlb, 1 thp */
 } cfg = { .size = 0, .pages = 0 };
 
-/* ---- the rule (unit tested) ---- */
-
-/* ratio: per pass, kernel GiB/s / rep stosb GiB/s on the same memory (sorted here). The
- * host's memory has phases of seconds: a pair lies within one, the fastest kernel pass
- * over the fastest rep stosb pass did not (0.60-0.95 between runs). clearing: their
- * median; FAIL below the threshold; fewer than MIN_PASSES or within MARGIN: SKIP. */
+/* the rule (unit tested). ratio: each pass's kernel GiB/s / rep stosb GiB/s, sorted
+ * here: a pass lies within one of the host memory's phases of seconds, the best kernel
+ * pass over the best rep stosb pass did not (0.60-0.95 between runs) */
 static enum kr_verdict clearing_rule(double *ratio, int n, double threshold,
 				     double *clearing)
 {
@@ -59,32 +52,27 @@ static enum kr_verdict clearing_rule(double *ratio, int n, double threshold,
 	return s.median < threshold ? KR_FAIL : KR_PASS;
 }
 
-/* ---- the measurement ---- */
+static struct pass {
+	double t[3], delay, huge; /* s: kernel, rep stosb, movnti; waiting; THP share */
+	bool counted;
+} passes[1 + 2 * PASSES * 100]; /* the cold one first; --repeat <= 100 */
+static int npasses;
+static int (*report)(uint64_t size, int cpu); /* the full program's CSV, tables */
 
-static double v[5][PASSES * 100]; /* per counted pass: kernel, rep stosb, movnti s; the
-				    * two ratios (--repeat is at most 100) */
-static int npass, ndisturbed;
-static double clearing_nt; /* kernel / movnti: for the causes */
-
-/* One pass on fresh memory: the kernel clears it (a write to one byte of each 2 MiB
- * page: its first, or with --mitigate its last), then rep stosb and movnti over it.
- * t: their seconds; delay: the share of the first two spent waiting for a CPU; huge:
- * the share of THP. 0 or an exit code. */
-static int pass(const struct kr_opts *o, uint64_t size, double t[3], double *delay,
-		double *huge)
+/* the kernel clears fresh memory on a write to each 2 MiB page's first byte (with
+ * --mitigate its last), then rep stosb and movnti store over it */
+static int pass(const struct kr_opts *o, uint64_t size, struct pass *ps)
 {
 	bool thp = cfg.pages == 1;
 	size_t len = size + (thp ? HPAGE : 0); /* THP needs 2 MiB alignment */
 	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-			 (thp ? 0 : MAP_HUGETLB | HUGE_2MB), -1, 0);
+			 (thp ? 0 : MAP_HUGETLB | 21 << MAP_HUGE_SHIFT), -1, 0);
 	char *p = thp ? (char *)(((uintptr_t)map + HPAGE - 1) & ~(HPAGE - 1)) : map;
 	struct kr_schedstat s0 = { 0 }, s1 = { 0 };
-	static int seq; /* the CSV's pass: 0 the cold one */
 	int64_t ts[4];
 
 	if (map == MAP_FAILED || (thp && madvise(p, size, MADV_HUGEPAGE) < 0))
-		return kr_error("cannot map %.2f GiB of %s: %s", size / GIB, thp ? "THP" :
-				"hugetlb pages", strerror(errno));
+		return kr_error("cannot map %.2f GiB: %s", size / GIB, strerror(errno));
 	kr_read_schedstat(getpid(), kr_gettid(), &s0);
 	ts[0] = kr_now_ns();
 	for (uint64_t off = o->mitigate ? HPAGE - 1 : 0; off < size; off += HPAGE)
@@ -95,64 +83,47 @@ static int pass(const struct kr_opts *o, uint64_t size, double t[3], double *del
 	kr_read_schedstat(getpid(), kr_gettid(), &s1);
 	kr_fill(p, size, true);
 	ts[3] = kr_now_ns();
-	*huge = thp ? kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") * 1024.0 /
-		      (double)size : 1;
+	ps->huge = thp ? kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") * 1024.0 /
+			 (double)size : 1;
 	munmap(map, len);
 	for (int i = 0; i < 3; i++)
-		t[i] = (double)(ts[i + 1] - ts[i]) / 1e9;
-	*delay = (double)(s1.wait_ns - s0.wait_ns) / 1e9 / (t[0] + t[1]);
-	kr_csv_row("%d,%.6f,%.6f,%.6f,%.3f", seq++, t[0], t[1], t[2], *delay);
-	return 0;
-}
-
-/* QEMU's TCG names itself in CPUID's hypervisor leaf (KVM: "KVMKVMKVM") */
-static bool emulated(void)
-{
-	unsigned int sig[4] = { 0 };
-
-#if defined(__x86_64__)
-	__cpuid(0x40000000, sig[3], sig[0], sig[1], sig[2]);
-#endif
-	return !memcmp(sig, "TCGTCGTCGTCG", 12);
-}
-
-/* SKIP reasons found before anything changes, the size that fits the time budget (the
- * warm-up and MIN_PASSES, each clearing and storing: under TCG clearing runs at ~0.2
- * GiB/s); 0 or an exit code */
-static int requirements(uint64_t *size, double budget)
-{
-	char thp[256] = "";
-
-	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
-	if (emulated()) /* kernel/rep stosb 1.04-1.12 there, whatever the order */
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "the CPU is emulated (QEMU TCG): no caches "
-			       "or prefetcher for the clearing order to show in");
-	if (!cfg.pages && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS, "
-			       KR_HPAGE_POOL ")");
-	if (cfg.pages && (!*thp || strstr(thp, "[never]")))
-		return kr_skip(KR_EXIT_SKIP, *thp ? "THP is disabled (transparent_hugepage/"
-			       "enabled is never)" : "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
-	return kr_mem_budget(size, 512ULL << 20, 16ULL << 20, kr_clear_s_per_gib(true),
-			     2 * (1 + MIN_PASSES), budget);
+		ps->t[i] = (double)(ts[i + 1] - ts[i]) / 1e9;
+	ps->delay = (double)(s1.wait_ns - s0.wait_ns) / 1e9 / (ps->t[0] + ps->t[1]);
+	return npasses++, 0;
 }
 
 static int run(const struct kr_opts *o)
 {
-	double budget = o->duration_s != kr_program()->duration_s ? o->duration_s
-								    : kr_program()->duration_s - 2;
-	double t[3], m[5], delay, huge, clearing;
+	double budget = o->duration_s - (o->duration_s == kr_program()->duration_s) * 2;
+	double ratio[PASSES * 100], clearing;
 	int64_t start = kr_now_ns(), last = 0;
+	int npass = 0, ndisturbed = 0, cpu, r;
+	unsigned int sig[4] = { 0 };
 	struct kr_cpus usable;
 	uint64_t size = cfg.size;
-	int cpu, r;
+	char thp[256] = "";
 
 	kr_usable_cpus(&usable);
 	cpu = o->cpu >= 0 ? o->cpu : usable.cpu[usable.n - 1]; /* one thread, on one CPU */
 	kr_cpus_free(&usable);
 	kr_env_standard((const char *const[]){ "group:memory", "config:CONFIG_PAGE_REPORTING",
 		NULL });
-	if ((r = requirements(&size, budget)))
+	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
+#if defined(__x86_64__)
+	__cpuid(0x40000000, sig[3], sig[0], sig[1], sig[2]); /* the hypervisor */
+#endif
+	if (!memcmp(sig, "TCGTCGTCGTCG", 12)) /* kernel/rep stosb 1.04-1.12, either order */
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "the CPU is emulated (QEMU TCG): no "
+			       "caches for the clearing order to show in");
+	if (!cfg.pages && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
+		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS, "
+			       KR_HPAGE_POOL ")");
+	if (cfg.pages && (!*thp || strstr(thp, "[never]")))
+		return kr_skip(KR_EXIT_SKIP, *thp ? "THP is disabled (transparent_hugepage/"
+			       "enabled is never)" : "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
+	/* what fits the time budget: the cold pass and MIN_PASSES, two clears each */
+	if ((r = kr_mem_budget(&size, 512ULL << 20, 16ULL << 20, kr_clear_s_per_gib(true),
+			       2 * (1 + MIN_PASSES), budget)))
 		return r;
 	if (kr_pin(0, cpu) < 0)
 		return kr_error("cannot run on CPU %d: %s", cpu, strerror(errno));
@@ -164,47 +135,27 @@ static int run(const struct kr_opts *o)
 						  strerror(errno)) :
 		       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve %llu 2 MiB huge pages "
 			       "(memory fragmented)", (unsigned long long)(size / HPAGE));
-	if (kr_csv_open("pass,kernel_s,stosb_s,movnti_s,run_delay") < 0)
-		return kr_error("cannot write the CSV file: %s", strerror(errno));
-	if ((r = pass(o, size, t, &delay, &huge))) /* the cold one */
+	if ((r = pass(o, size, passes)))
 		return r;
-	if (huge < 0.9)
+	if (passes[0].huge < 0.9)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs (memory "
-			       "fragmented; AnonHugePages in /proc/self/smaps_rollup)", 100 * huge);
+			       "fragmented)", 100 * passes[0].huge);
 	while (npass < PASSES * o->repeat && (npass < MIN_PASSES || (double)(kr_now_ns() -
 	       start + last) / 1e9 < budget) && ndisturbed < PASSES * o->repeat) {
+		struct pass *p = &passes[npasses];
 		int64_t t0 = kr_now_ns();
-		if ((r = pass(o, size, t, &delay, &huge)))
+
+		if ((r = pass(o, size, p)))
 			return r;
 		last = kr_now_ns() - t0;
-		if (delay > MAX_DELAY || huge < 0.9) { /* other tasks took the CPU, or no THP */
-			ndisturbed++;
-			continue;
-		}
-		for (int i = 0; i < 3; i++)
-			v[i][npass] = t[i];
-		v[3][npass] = t[1] / t[0];
-		v[4][npass++] = t[2] / t[0];
+		if (!(p->counted = !(p->delay > MAX_DELAY || p->huge < 0.9)))
+			ndisturbed++; /* other tasks took the CPU, or no THP */
+		else
+			ratio[npass++] = p->t[1] / p->t[0];
 	}
-	for (int i = 0; i < 5; i++) { /* the medians; sorts v, the ratios last */
-		struct kr_stats s;
-		kr_stats(v[i], (size_t)npass, &s);
-		m[i] = i < 3 ? size / GIB / s.median : s.median;
-	}
-	kr_say("one thread on CPU %d: %.2f GiB of %s, each 2 MiB faulted at its\n"
-	       "%s byte; %d passes counted, %d disturbed (a cold one apart)", cpu, size / GIB,
-	       cfg.pages ? "THP" : "hugetlb pages", o->mitigate ? "last" : "first", npass,
-	       ndisturbed);
-	kr_say("GiB/s, medians:  kernel %.2f  rep stosb %.2f  movnti %.2f", m[0], m[1], m[2]);
-	kr_say("kernel / rep stosb %.2f, kernel / movnti %.2f (medians of each pass's",
-	       m[3], m[4]);
-	kr_say("  kernel clear and the stores after it on the same memory)");
-	kr_measure("kernel_gib_s", m[0]);
-	kr_measure("stosb_gib_s", m[1]);
-	kr_measure("movnti_gib_s", m[2]);
-	kr_measure("vs_movnti", clearing_nt = m[4]);
-	enum kr_verdict verdict = clearing_rule(v[3], npass, o->threshold, &clearing);
-	kr_measure("clearing", clearing);
+	if (report && (r = report(size, cpu)))
+		return r;
+	enum kr_verdict verdict = clearing_rule(ratio, npass, o->threshold, &clearing);
 	if (npass < MIN_PASSES)
 		return kr_inconclusive(NAN, "%d of %d passes disturbed (other tasks' CPU)",
 				       ndisturbed, npass + ndisturbed);
@@ -215,20 +166,63 @@ static int run(const struct kr_opts *o)
 }
 
 static const struct kr_prog prog = {
-	.name = "clear_pages",
+	.name = "clear_pages", .metric = "clearing", .unit = "",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_REPEAT | KR_OPT_MITIGATE,
-	.metric = "clearing", .unit = "", .fail_below = true,
-	/* Genoa before the series ~0.5, after ~1.0; 6.18 on an AMD-hosted VM 0.42-0.51,
-	 * faulted at the last byte 0.85-1.05; an Intel-hosted VM 0.66-0.93 either way */
-	.threshold = 0.58, .threshold_min = 0.05, .threshold_max = 2,
-	.rule = "FAIL when one thread of the kernel clears fresh 2 MiB pages at <\n"
-		"  threshold x the speed of rep stosb over the same memory right after\n"
-		"  (median of the passes' ratios); within 0.04 of it, or fewer than 3\n"
-		"  undisturbed passes: SKIP",
-	.duration_s = 10, .duration_max_s = 30, .repeat = 3, .run = run,
+	/* Genoa ~0.5, an AMD-hosted VM 0.42-0.51; where the order costs nothing 0.66-1.05 */
+	.threshold = 0.58, .duration_s = 10, .duration_max_s = 30, .run = run,
+#ifndef KR_MAIL /* the command line's; the mail form's first comment has the rule */
+	.threshold_min = 0.05, .threshold_max = 2, .fail_below = true, .repeat = 3,
+	.rule = "FAIL when the kernel clears fresh 2 MiB pages at < threshold x\n"
+		"  rep stosb's speed over the same memory (median of the passes);\n"
+		"  within 0.04 of it or < 3 undisturbed passes: SKIP",
+#endif
 };
 
 /* ---- the command line (not in the mail form) ---- */
+
+static double clearing_nt; /* kernel / movnti: for the causes */
+
+/* every pass in the CSV (0 the cold one); the medians of those that count as
+ * measurements and in the text */
+static int full_report(uint64_t size, int cpu)
+{
+	const struct kr_opts *o = kr_options();
+	double v[5][PASSES * 100], m[5];
+	int n = 0;
+
+	if (kr_csv_open("pass,kernel_s,stosb_s,movnti_s,run_delay") < 0)
+		return kr_error("cannot write the CSV file: %s", strerror(errno));
+	for (int i = 0; i < npasses; i++) {
+		const struct pass *p = &passes[i];
+
+		kr_csv_row("%d,%.6f,%.6f,%.6f,%.3f", i, p->t[0], p->t[1], p->t[2], p->delay);
+		if (!p->counted)
+			continue;
+		for (int k = 0; k < 3; k++)
+			v[k][n] = p->t[k];
+		v[3][n] = p->t[1] / p->t[0];
+		v[4][n++] = p->t[2] / p->t[0];
+	}
+	for (int i = 0; i < 5; i++) { /* the medians: seconds as GiB/s, the ratios as such */
+		struct kr_stats s;
+		kr_stats(v[i], (size_t)n, &s);
+		m[i] = i < 3 ? size / GIB / s.median : s.median;
+	}
+	kr_say("one thread on CPU %d: %.2f GiB of %s, each 2 MiB faulted\n"
+	       "at its %s byte; %d passes counted, %d disturbed (a cold one apart)", cpu,
+	       size / GIB, cfg.pages ? "THP" : "hugetlb pages", o->mitigate ? "last" : "first",
+	       n, npasses - 1 - n);
+	kr_say("GiB/s, medians:  kernel %.2f  rep stosb %.2f  movnti %.2f", m[0], m[1], m[2]);
+	kr_say("kernel / rep stosb %.2f, kernel / movnti %.2f (medians of each pass's",
+	       m[3], m[4]);
+	kr_say("  kernel clear and the stores after it on the same memory)");
+	kr_measure("kernel_gib_s", m[0]);
+	kr_measure("stosb_gib_s", m[1]);
+	kr_measure("movnti_gib_s", m[2]);
+	kr_measure("vs_movnti", clearing_nt = m[4]);
+	kr_measure("clearing", m[3]); /* the verdict's: the same median */
+	return 0;
+}
 
 static const struct kr_option options[] = {
 	KR_ARG_SIZE("size", cfg.size, 32ULL << 20, 1ULL << 40,
@@ -280,5 +274,6 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
+	report = full_report;
 	return kr_main(&prog, &cli, argc, argv);
 }
