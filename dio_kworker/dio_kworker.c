@@ -2,13 +2,12 @@
 /*
  * Description: RT I/O threads starve the kworkers that complete their own direct I/O.
  *
- * iomap (fs/iomap/direct-io.c: iomap_dio_bio_end_io) finishes an async O_DIRECT write in
- * the filesystem's "dio/<dev>" workqueue (sb_init_dio_done_wq), which is bound: a
- * SCHED_OTHER kworker/N:M of the CPU where the bio completed, where the disk's interrupt
- * landed, runs it. A SCHED_FIFO thread keeping that CPU busy (an RT storage service
- * polling for its completions) starves the kworker that must finish its own writes; only
- * RT throttling's 50 ms a second lets them through. ext4 completes direct writes this way
- * since 378f32bab371 (v5.5, "ext4: introduce direct I/O write using iomap
+ * iomap (iomap_dio_bio_end_io) finishes an async O_DIRECT write in the filesystem's
+ * "dio/<dev>" workqueue, which is bound: a SCHED_OTHER kworker/N:M of the CPU where the
+ * disk's interrupt landed runs it. A SCHED_FIFO thread keeping that CPU busy (an RT
+ * storage service polling for its completions) starves the kworker that must finish its
+ * own writes; only RT throttling's 50 ms a second lets them through. ext4 completes direct
+ * writes this way since 378f32bab371 (v5.5, "ext4: introduce direct I/O write using iomap
  * infrastructure"); XFS always did. Seen by Nutanix on all-NVMe nodes (5.10).
  *
  * 4 KiB random O_DIRECT writes, Linux AIO at queue depth 32, into a fresh fallocate()d
@@ -24,7 +23,6 @@
 #include <linux/aio_abi.h>
 #include <linux/magic.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,24 +32,20 @@
 #include <unistd.h>
 
 #define BLOCK 4096
-/* the RT service: above the kworkers, below the FIFO 50 of threaded IRQ handlers
- * (threadirqs, PREEMPT_RT), which would starve instead */
-#define SUBMITTER_PRIO 40
+#define SUBMITTER_PRIO 40 /* an RT service: above kworkers, below threaded IRQs' 50 */
 #define KWORKER_PRIO 45	  /* --mitigate: above the submitter */
-#define MITIGATOR_PRIO 46 /* the thread that keeps raising them */
 #define MAX_IRQS 64
+/* a PASS with a write held until RT throttling paused the submitter is inconclusive:
+ * 6.12 then still completes ~300 writes/s, which a baseline slowed by host load may near
+ * (longest waits: starved ~950 ms, --mitigate ~50 ms) */
+#define DIO_THROTTLED_MS 400
 
 static struct {
 	uint64_t size;
 	int written;	/* 0: fresh unwritten extents, 1: written first */
-	long iodepth;	/* writes in flight */
+	long iodepth;	/* writes in flight, <= 256 */
 } cfg = { .size = 1ULL << 30, .written = 0, .iodepth = 32 };
-
-/* FAIL when the RT phase completes under threshold x the baseline's writes a second.
- * A PASS also needs no write held until RT throttling paused the submitter (0.95 s of
- * each 1 s): 6.12 then still completes ~300 writes/s, and a baseline slowed by host load
- * toward that hides the starvation. Longest waits: starved ~950 ms, --mitigate ~50 ms. */
-#define DIO_THROTTLED_MS 400
+static char bufs[256][BLOCK] __attribute__((aligned(BLOCK))); /* one per write */
 
 static enum kr_verdict dio_kworker_rule(double baseline, double test, double threshold,
 					double test_wait_ms)
@@ -63,82 +57,59 @@ static enum kr_verdict dio_kworker_rule(double baseline, double test, double thr
 	return test_wait_ms >= DIO_THROTTLED_MS ? KR_SKIP : KR_PASS;
 }
 
-/* each block once, in random order, before any twice (fresh extents): a bijection of
- * [0, nblocks), xorshift-multiply rounds modulo 2^bits, cycle-walking */
-static struct dio_blocks {
-	uint64_t nblocks, mask, seed, next;
-	int half;
-} blocks;
+/* each block once, in random order, before any twice (fresh extents): a full-period
+ * LCG modulo a power of two, skipping the blocks past the end */
+static uint64_t nblocks, mask, block;
 
-static void dio_blocks_init(uint64_t nblocks, uint64_t seed)
+static void dio_blocks_init(uint64_t n, uint64_t seed)
 {
-	int bits = 1;
-
-	while ((1ULL << bits) < nblocks)
-		bits++;
-	blocks = (struct dio_blocks){ .nblocks = nblocks, .mask = (1ULL << bits) - 1,
-				      .seed = seed & ((1ULL << bits) - 1), .half = bits / 2 };
-}
-
-static uint64_t dio_permute(uint64_t x)
-{
-	do {
-		x = ((x ^ blocks.seed) * 0x9E3779B97F4A7C15ULL) & blocks.mask;
-		x ^= x >> blocks.half;
-		x = (x * 0xD6E8FEB86659FD93ULL) & blocks.mask;
-		x ^= x >> blocks.half;
-	} while (x >= blocks.nblocks);
-	return x;
+	for (nblocks = n, mask = 1; mask < n; mask <<= 1)
+		;
+	block = seed & --mask;
 }
 
 static off_t dio_next_offset(void)
 {
-	return (off_t)(dio_permute(blocks.next++ % blocks.nblocks) * BLOCK);
+	do
+		block = (block * 0x5851F42D4C957F2DULL + 0x14057B7EF767814FULL) & mask;
+	while (block >= nblocks);
+	return (off_t)(block * BLOCK);
 }
 
 /* ---- where the filesystem's writes complete ---- */
 
 static struct dio_device {
-	char name[64], desc[80];	/* "nvme0n1p1" (its wq: dio/nvme0n1p1), "IRQ 36 ..." */
+	char name[64];			/* "vda1": its workqueue is dio/vda1 */
 	int irqs[MAX_IRQS], nirq;	/* its disks' queue interrupts */
 	bool rq_affinity2;		/* a disk completes on the submitter's CPU */
 	struct kr_cpus irq_cpus;	/* where they go */
 	int cpu;			/* the completion CPU chosen */
 } dev;
 
-/* The block device at sysfs path p -> the MSI interrupts of the PCI function above it (a
- * partition: its disk's) into d->irqs; under a dm or md device, its slaves'; under an NVMe
- * multipath head, its subsystem's controllers'. */
+/* the block device at sysfs path p -> the MSI interrupts of the PCI function above it
+ * (a partition: its disk's); for dm and md its slaves', for NVMe multipath its paths' */
 static void dio_find_irqs(const char *p, struct dio_device *d, int depth)
 {
-	const char *const below[] = { "slaves/*", "device/*/device" };
 	char real[PATH_MAX], up[PATH_MAX], path[PATH_MAX + 32], *s;
 	glob_t g;
 	uint64_t v;
 
 	if (depth > 8 || !realpath(p, real))
 		return;
-	snprintf(path, sizeof(path), "%s/partition", real);
-	if (!access(path, F_OK))
+	if (!access(strcat(strcpy(path, real), "/partition"), F_OK))
 		*strrchr(real, '/') = 0;
-	snprintf(path, sizeof(path), "%s/queue/rq_affinity", real);
-	d->rq_affinity2 |= !kr_read_u64(path, &v) && v == 2;
-	for (strcpy(up, real);; *s = 0) {
-		snprintf(path, sizeof(path), "%s/msi_irqs/*", up);
-		if (!glob(path, 0, NULL, &g))
-			break;
+	d->rq_affinity2 |= !kr_read_u64(strcat(strcpy(path, real), "/queue/rq_affinity"),
+					&v) && v == 2;
+	for (strcpy(up, real); glob(strcat(strcpy(path, up), "/msi_irqs/*"), 0, NULL, &g); *s = 0)
 		if ((s = strrchr(up, '/')) <= up) { /* none above it */
-			for (int k = 0; k < 2; k++) {
-				snprintf(path, sizeof(path), "%s/%s", real, below[k]);
-				if (glob(path, 0, NULL, &g))
-					continue;
-				for (size_t i = 0; i < g.gl_pathc; i++)
-					dio_find_irqs(g.gl_pathv[i], d, depth + 1);
-				globfree(&g);
-			}
+			snprintf(path, sizeof(path), "%s/{slaves/*,device/*/device}", real);
+			if (glob(path, GLOB_BRACE, NULL, &g))
+				return;
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				dio_find_irqs(g.gl_pathv[i], d, depth + 1);
+			globfree(&g);
 			return;
 		}
-	}
 	for (size_t i = 0; i < g.gl_pathc && d->nirq < MAX_IRQS; i++) {
 		int irq = atoi(strrchr(g.gl_pathv[i], '/') + 1), k = 0;
 		while (k < d->nirq && d->irqs[k] != irq)
@@ -149,8 +120,7 @@ static void dio_find_irqs(const char *p, struct dio_device *d, int depth)
 	globfree(&g);
 }
 
-/* the filesystem's device (btrfs has none: an anonymous dev_t), and the CPUs its queue
- * interrupts go to */
+/* the filesystem's device (btrfs: none) and the CPUs its queue interrupts go to */
 static void dio_find_device(dev_t st_dev, struct dio_device *d)
 {
 	char path[PATH_MAX], real[PATH_MAX], name[64], aff[4096];
@@ -171,8 +141,6 @@ static void dio_find_device(dev_t st_dev, struct dio_device *d)
 		for (int k = 0; k < s.n; k++)
 			kr_cpus_add(&d->irq_cpus, s.cpu[k]);
 		kr_cpus_free(&s);
-		if (!n)
-			snprintf(d->desc, sizeof(d->desc), "IRQ %d %s", d->irqs[i], name);
 		d->irqs[n++] = d->irqs[i];
 	}
 	d->nirq = n;
@@ -182,16 +150,20 @@ static void dio_find_device(dev_t st_dev, struct dio_device *d)
 
 struct dio_phase {
 	const char *name;
-	int cpu, rep;
+	int rep;
 	bool rt;
 	int64_t start, end;		/* the timed window */
-	uint64_t n, done;		/* writes completed in the window, in all */
+	unsigned long long n, done;	/* writes completed in the window, in all */
+	unsigned long long irq_here, irq_all; /* the disk's interrupts on cpu, on all */
 	double lat_sum_us, lat_max_us, iops;
-	uint64_t irq_here, irq_all;	/* the disk's interrupts on cpu, on all CPUs */
 };
 
+/* what only the full program reports; set in its main(), NULL in the mail form */
+static void (*dio_describe)(const struct statfs *fs, bool by_irq);
+static void (*dio_report)(const struct dio_phase *ph, bool irqs);
+
 /* adds (sign 1) or subtracts (-1) the disk's interrupts so far */
-static void dio_irqs(struct dio_phase *ph, uint64_t sign)
+static void dio_irqs(struct dio_phase *ph, unsigned long long sign)
 {
 	int ncpu = kr_nr_cpu_ids();
 	uint64_t *c = malloc((size_t)ncpu * sizeof(*c));
@@ -199,7 +171,7 @@ static void dio_irqs(struct dio_phase *ph, uint64_t sign)
 	for (int i = 0; c && i < dev.nirq; i++) {
 		if (kr_irq_counts(dev.irqs[i], c, ncpu))
 			continue;
-		ph->irq_here += sign * c[ph->cpu];
+		ph->irq_here += sign * c[dev.cpu];
 		for (int j = 0; j < ncpu; j++)
 			ph->irq_all += sign * c[j];
 	}
@@ -217,61 +189,46 @@ static int dio_submit(aio_context_t ctx, struct iocb *cb, int64_t *sent)
 	return 0;
 }
 
-/* --mitigate: kworkers come and go, so keep raising the completion CPU's new ones */
-static struct {
-	atomic_bool stop;
-	int cpu, raised;
-} mitigator;
+/* --mitigate: the CPU's kworkers above the submitter; they come and go, so the RT
+ * phase raises the new ones every 10 ms */
+static int raised;
 
-static void *dio_mitigator(void *arg)
+static void dio_raise_kworkers(int cpu)
 {
 	char pattern[32];
 	pid_t tids[1024];
 
-	snprintf(pattern, sizeof(pattern), "kworker/%d:*", mitigator.cpu);
-	for (; !atomic_load(&mitigator.stop); kr_sleep_ns(10000000))
-		for (int i = 0, n = kr_find_kthreads(pattern, tids, 1024); i < n; i++)
-			if (sched_getscheduler(tids[i]) == SCHED_OTHER &&
-			    kr_journal_sched(tids[i], SCHED_FIFO, KWORKER_PRIO) == 0)
-				mitigator.raised++;
-	return arg;
+	snprintf(pattern, sizeof(pattern), "kworker/%d:*", cpu);
+	for (int i = 0, n = kr_find_kthreads(pattern, tids, 1024); i < n; i++)
+		if (sched_getscheduler(tids[i]) == SCHED_OTHER &&
+		    kr_journal_sched(tids[i], SCHED_FIFO, KWORKER_PRIO) == 0)
+			raised++;
 }
 
-/* A phase of len ns with the submitter pinned to its CPU and iodepth writes in flight:
- * SCHED_OTHER sleeps for a completion; RT polls for them (never sleeps) under a watchdog
- * (an unpinned FIFO 99 thread), and leaves RT at the end to drain. The disk's interrupts
- * are counted around it. Returns 0 or an errno. */
+/* A phase of len ns, the submitter pinned with iodepth writes in flight: SCHED_OTHER
+ * sleeps for a completion; RT polls under a watchdog (an unpinned FIFO 99 thread), then
+ * drains as SCHED_OTHER. Returns 0 or an errno. */
 static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigate)
 {
 	unsigned qd = (unsigned)cfg.iodepth, inflight = 0;
 	struct kr_watchdog *wd = NULL;
 	struct io_event ev[256];
 	struct iocb cbs[256];
-	int64_t sent[256], now = 0;
+	int64_t sent[256], now, raise_at = 0;
 	aio_context_t ctx = 0;
-	pthread_t mt;
-	char *bufs = NULL;
-	int err = posix_memalign((void **)&bufs, BLOCK, qd * BLOCK) ? ENOMEM
-		  : syscall(SYS_io_setup, qd, &ctx) || kr_pin(0, ph->cpu) ? errno : 0;
+	int err = syscall(SYS_io_setup, qd, &ctx) || kr_pin(0, dev.cpu) ? errno : 0;
 
 	kr_progress("%s: %.1f s", ph->name, (double)len / 1e9);
-	mitigator.cpu = ph->cpu;
-	atomic_store(&mitigator.stop, false);
-	if (!err && mitigate && kr_thread_start(&mt, -1, SCHED_FIFO, MITIGATOR_PRIO,
-						  dio_mitigator, NULL))
-		err = errno, mitigate = false;
-	dio_irqs(ph, (uint64_t)-1);
-	kr_sleep_ns(20000000); /* the mitigator's first round */
+	dio_irqs(ph, -1ULL);
 	ph->end = (ph->start = kr_now_ns()) + len;
 	if (ph->rt && !err && !(wd = kr_watchdog_arm(kr_gettid(), ph->end + 500000000)))
 		err = ECANCELED; /* never an RT busy loop without it */
 	else if (ph->rt && !err && kr_set_sched(0, SCHED_FIFO, SUBMITTER_PRIO) < 0)
 		err = errno;
 	for (unsigned i = 0; i < qd && !err; i++) {
-		memset(bufs + i * BLOCK, 0xa5, BLOCK); /* not zeroes: no zero detection */
 		cbs[i] = (struct iocb){ .aio_data = i, .aio_lio_opcode = IOCB_CMD_PWRITE,
 					.aio_fildes = (uint32_t)fd, .aio_nbytes = BLOCK,
-					.aio_buf = (uintptr_t)(bufs + i * BLOCK) };
+					.aio_buf = (uintptr_t)bufs[i] };
 		inflight += !(err = dio_submit(ctx, &cbs[i], sent));
 	}
 	for (bool stop = err; inflight > 0;) {
@@ -284,6 +241,8 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigat
 		}
 		if ((now = kr_now_ns()) >= ph->end && !stop && (stop = true))
 			kr_set_sched(0, SCHED_OTHER, 0);
+		if (mitigate && !stop && now >= raise_at)
+			dio_raise_kworkers(dev.cpu), raise_at = now + 10000000;
 		for (long k = 0; k < r; k++, inflight--, ph->done++) {
 			double lat_us = (double)(now - sent[ev[k].data]) / 1e3;
 			if (ev[k].res != BLOCK)
@@ -302,10 +261,6 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigat
 	if (ctx)
 		syscall(SYS_io_destroy, ctx);
 	kr_watchdog_disarm(wd);
-	free(bufs);
-	atomic_store(&mitigator.stop, true);
-	if (mitigate)
-		pthread_join(mt, NULL);
 	dio_irqs(ph, 1);
 	ph->iops = (double)ph->n / ((double)(ph->end - ph->start) / 1e9);
 	return err;
@@ -313,67 +268,12 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigat
 
 /* ---- the measurement ---- */
 
-/* the test file, its temp dir and name undone on exit, prepared outside the timed
- * windows; 0 or an exit code */
-static int dio_prepare(const char *tmp, const char *path, int *fdp)
-{
-	char *buf = NULL;
-	int fd;
-
-	if (kr_journal_mkdir(tmp, 0700) < 0 || kr_journal_unlink(path) < 0)
-		return kr_error("mkdir %s: %s", tmp, strerror(errno));
-	if ((fd = *fdp = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600)) < 0)
-		return errno == EINVAL ? kr_skip(129, "this filesystem has no O_DIRECT")
-				       : kr_error("create %s: %s", path, strerror(errno));
-	if (fallocate(fd, 0, 0, (off_t)cfg.size) < 0)
-		return errno == EOPNOTSUPP ? kr_skip(129, "this filesystem has no fallocate()")
-					   : kr_error("fallocate %s: %s", path, strerror(errno));
-	if (cfg.written && posix_memalign((void **)&buf, BLOCK, 256 * BLOCK))
-		return kr_error("out of memory");
-	for (uint64_t off = 0; buf && off < cfg.size; off += 256 * BLOCK)
-		if (memset(buf, 0xa5, 256 * BLOCK), pwrite(fd, buf, 256 * BLOCK, (off_t)off) < 0)
-			return free(buf), kr_error("filling %s: %s", path, strerror(errno));
-	free(buf);
-	return fsync(fd) < 0 ? kr_error("fsync %s: %s", path, strerror(errno)) : 0;
-}
-
-/* Did the phase's writes complete on its CPU? Where the disk's interrupt lands, bio_endio
- * runs and queues the dio work. One interrupt completes at most qd of the phase's writes
- * (all it had in flight), so fewer than done / qd there mean most completed elsewhere.
- * The disk's other I/O does not count against it: with per-CPU queues it interrupts the
- * CPUs it came from, and while a starved phase completes a few writes, jbd2 and the rest
- * of the machine go on there (6.12 NVMe: 521 of 1544 for 561 writes). */
+/* Did the phase's writes complete on its CPU? Each interrupt there completes at most
+ * the qd writes in flight. The disk's other I/O does not count: per-CPU queues interrupt
+ * the CPUs it came from, and jbd2 goes on while a phase is starved. */
 static bool dio_irq_routed(const struct dio_phase *ph, unsigned qd)
 {
 	return ph->irq_here * qd >= ph->done;
-}
-
-/* a repeat's table */
-static void dio_report(const struct dio_phase *ph, bool irqs)
-{
-	const char *keys[] = { "iops", "lat_mean_us", "lat_max_us" };
-	char key[64], pol[16], prefix[16] = "";
-
-	if (kr_options()->repeat > 1 && snprintf(prefix, sizeof(prefix), "r%d_", ph->rep))
-		kr_say("repeat %d of %d:", ph->rep, kr_options()->repeat);
-	kr_say("  phase     cpu  policy       IOPS   mean us    max us");
-	for (const struct dio_phase *p = ph; p < ph + 2; p++) {
-		double v[] = { p->iops, p->lat_sum_us / (double)p->n, p->lat_max_us };
-		for (int i = 0; i < 3; i++) {
-			snprintf(key, sizeof(key), "%s%s_%s", prefix, p->name, keys[i]);
-			kr_measure(key, v[i]);
-		}
-		snprintf(pol, sizeof(pol), p->rt ? "FIFO %d" : "OTHER", SUBMITTER_PRIO);
-		kr_say("  %-9s %-4d %-8s %8.0f %9.0f %9.0f", p->name, p->cpu, pol, v[0], v[1], v[2]);
-	}
-	for (int i = 0; i < 2 && irqs; i++)
-		kr_say("  %s: %llu writes, disk IRQs %llu of %llu on CPU %d", ph[i].name,
-		       (unsigned long long)ph[i].done, (unsigned long long)ph[i].irq_here,
-		       (unsigned long long)ph[i].irq_all, ph[i].cpu);
-	if (mitigator.raised)
-		kr_say("  kworker/%d:* raised to FIFO %d so far: %d", ph[1].cpu, KWORKER_PRIO,
-		       mitigator.raised);
-	kr_say("  test/baseline = %.3f", ph[1].iops / ph[0].iops);
 }
 
 static int dio_run(const struct kr_opts *o)
@@ -384,18 +284,17 @@ static int dio_run(const struct kr_opts *o)
 	struct dio_phase ph[2];
 	aio_context_t ctx = 0;
 	char why[256], tmp[PATH_MAX], path[PATH_MAX + 8], at[256];
-	int r, fd = -1, ccpu = o->cpu;
+	int r, fd, ccpu = o->cpu;
 	enum kr_verdict votes[100];
-	double ratio = 0; /* the mean of the repeats' */
-	double waited_ms = 0; /* the longest wait of a repeat held until RT throttling */
+	double ratio = 0, waited_ms = 0; /* the repeats' mean; the longest wait of a SKIP */
 
 	/* before anything changes: a disk filesystem with room, AIO, SCHED_FIFO, the CPU */
 	if (statfs(".", &fs) < 0 || stat(".", &st) < 0 || !getcwd(tmp, sizeof(tmp) - 40))
 		return kr_error("the current directory: %s", strerror(errno));
 	if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
-		return kr_skip(129, "the current directory is on tmpfs: run it in a "
-			       "directory on the disk to test");
-	if ((uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < cfg.size + (256ULL << 20))
+		return kr_skip(129, "the current directory is on tmpfs: run it on the disk "
+			       "to test");
+	if ((uint64_t)fs.f_bavail * fs.f_bsize < cfg.size + (256ULL << 20))
 		return kr_skip(129, "needs %llu MiB free in the current directory",
 			       (unsigned long long)(cfg.size >> 20) + 256);
 	if (syscall(SYS_io_setup, 1, &ctx) < 0)
@@ -406,9 +305,9 @@ static int dio_run(const struct kr_opts *o)
 		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
 	dio_find_device(st.st_dev, &dev);
 	kr_usable_cpus(&usable);
-	/* the completion CPU: where the queue interrupts go (the highest usable one), the
-	 * submitter's own with rq_affinity=2 (the highest usable), or --cpu */
-	bool by_irq = o->cpu < 0 && !dev.rq_affinity2, irqs = dev.nirq && !dev.rq_affinity2;
+	/* the completion CPU: --cpu, or the submitter's with rq_affinity=2 (the highest
+	 * usable), or the highest usable one the queue interrupts go to */
+	bool by_irq = ccpu < 0 && !dev.rq_affinity2, irqs = dev.nirq && !dev.rq_affinity2;
 	for (int i = dev.irq_cpus.n - 1; by_irq && ccpu < 0 && i >= 0; i--)
 		ccpu = kr_cpus_has(&usable, dev.irq_cpus.cpu[i]) ? dev.irq_cpus.cpu[i] : -1;
 	if (by_irq && !dev.nirq)
@@ -423,55 +322,54 @@ static int dio_run(const struct kr_opts *o)
 		return kr_skip(129, "CPU %d is not usable here (%s)", ccpu,
 			       kr_cpus_unusable(why, sizeof(why)));
 
-	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
-		"config:CONFIG_HZ", "config:CONFIG_PREEMPT", "config:CONFIG_PREEMPT_RT", NULL });
-	kr_env("filesystem", "%s on %s", fs.f_type == EXT4_SUPER_MAGIC ? "ext4" : fs.f_type ==
-	       XFS_SUPER_MAGIC ? "xfs" : fs.f_type == BTRFS_SUPER_MAGIC ? "btrfs" : "other",
-	       dev.name);
-	kr_params("file_mib=%llu extents=%s iodepth=%ld duration_s=%g repeat=%d "
-		  "completion_cpu=%d submitter_prio=%d mitigate=%s seed=%llu threshold=%g",
-		  (unsigned long long)(cfg.size >> 20), cfg.written ? "written" : "unwritten",
-		  cfg.iodepth, o->duration_s, o->repeat, ccpu, SUBMITTER_PRIO, o->mitigate ?
-		  "kworkers_fifo_45" : "no", o->seed ? o->seed : 0x5eed, o->threshold);
-	kr_say("completion CPU %d (%s%s)", ccpu, !by_irq ? o->cpu < 0 ? "rq_affinity=2: the "
-	       "submitter's" : "given" : dev.desc, !by_irq ? "" : dev.irq_cpus.n > 1 ?
-	       " and others: the highest" : ": its affinity");
+	if (dio_describe)
+		dio_describe(&fs, by_irq);
+	else
+		kr_env_standard(NULL), kr_say("completion CPU %d", ccpu);
+	/* the test file in a temp dir, both removed on exit */
 	snprintf(tmp + strlen(tmp), 40, "/krepro-dio_kworker-%d", (int)getpid());
 	snprintf(path, sizeof(path), "%s/data", tmp);
-	if ((r = dio_prepare(tmp, path, &fd)))
-		return r;
+	if (kr_journal_mkdir(tmp, 0700) < 0 || kr_journal_unlink(path) < 0)
+		return kr_error("mkdir %s: %s", tmp, strerror(errno));
+	if ((fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600)) < 0)
+		return errno == EINVAL ? kr_skip(129, "this filesystem has no O_DIRECT")
+				       : kr_error("create %s: %s", path, strerror(errno));
+	if (fallocate(fd, 0, 0, (off_t)cfg.size) < 0)
+		return errno == EOPNOTSUPP ? kr_skip(129, "this filesystem has no fallocate()")
+					   : kr_error("fallocate %s: %s", path, strerror(errno));
+	memset(bufs, 0xa5, sizeof(bufs)); /* not zeroes: no zero detection */
+	for (uint64_t off = 0; cfg.written && off < cfg.size; off += sizeof(bufs))
+		if (pwrite(fd, bufs, sizeof(bufs), (off_t)off) < 0)
+			return kr_error("filling %s: %s", path, strerror(errno));
+	if (fsync(fd) < 0)
+		return kr_error("fsync %s: %s", path, strerror(errno));
 	dio_blocks_init(cfg.size / BLOCK, o->seed ? o->seed : 0x5eed);
-	kr_csv_open("repeat,phase,t_s,latency_us");
 	for (int rep = 0; rep < o->repeat; rep++) {
-		ph[0] = (struct dio_phase){ .name = "baseline", .cpu = ccpu, .rep = rep + 1 };
-		ph[1] = (struct dio_phase){ .name = "test", .cpu = ccpu, .rep = rep + 1, .rt = true };
 		for (int i = 0; i < 2; i++) {
-			if ((r = dio_run_phase(&ph[i], fd, (int64_t)(1e9 * (i ? fmin(o->duration_s, 3)
-				: o->duration_s)), o->mitigate && i == 1)))
-				return r == EINVAL ? kr_skip(129, "O_DIRECT writes fail with EINVAL "
-					"here") : kr_error("%s phase: %s", ph[i].name, strerror(r));
+			double s = i ? fmin(o->duration_s, 3) : o->duration_s; /* RT: <= 3 s */
+			ph[i] = (struct dio_phase){ .name = i ? "test" : "baseline", .rep = rep + 1, .rt = i };
+			if ((r = dio_run_phase(&ph[i], fd, (int64_t)(s * 1e9), o->mitigate && i)))
+				return r == EINVAL ? kr_skip(129, "O_DIRECT writes fail with EINVAL")
+					: kr_error("%s phase: %s", ph[i].name, strerror(r));
 			/* never a verdict about a CPU that did not complete its own writes; where
 			 * they complete is the kernel's doing: 125 (a bisect skips it) */
 			if (irqs && !dio_irq_routed(&ph[i], (unsigned)cfg.iodepth))
 				return kr_skip(125, "the %s's %llu writes from CPU %d completed "
 					"elsewhere: disk IRQs %llu there of %llu", ph[i].name,
-					(unsigned long long)ph[i].done, ccpu,
-					(unsigned long long)ph[i].irq_here,
-					(unsigned long long)ph[i].irq_all);
+					ph[i].done, ccpu, ph[i].irq_here, ph[i].irq_all);
 		}
 		double wait_ms = ph[1].lat_max_us / 1000;
 		votes[rep] = dio_kworker_rule(ph[0].iops, ph[1].iops, o->threshold, wait_ms);
-		if (votes[rep] == KR_SKIP)
-			waited_ms = fmax(waited_ms, wait_ms);
 		if (votes[rep] == KR_ERROR)
 			return kr_error("no write completed in the baseline phase");
+		waited_ms = votes[rep] == KR_SKIP ? fmax(waited_ms, wait_ms) : waited_ms;
 		ratio += ph[1].iops / ph[0].iops / o->repeat;
-		dio_report(ph, irqs);
+		if (dio_report)
+			dio_report(ph, irqs);
+		else
+			kr_say("baseline %.0f, test %.0f IOPS; longest wait %.0f ms", ph[0].iops,
+			       ph[1].iops, wait_ms);
 	}
-	kr_csv_close();
-	close(fd);
-	kr_unlink_file(path); /* the random writes' extents merged: one discard */
-	rmdir(tmp);
 
 	int npass, nfail;
 	enum kr_verdict v = kr_vote(votes, o->repeat, &npass, &nfail);
@@ -486,10 +384,9 @@ static int dio_run(const struct kr_opts *o)
 }
 
 static const struct kr_prog prog = {
-	.name = "dio_kworker",
+	.name = "dio_kworker", .metric = "ratio", .fail_below = true, .unit = "",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
-	.metric = "ratio", .fail_below = true, .unit = "", .threshold = 0.5, .threshold_min = 0.001,
-	.threshold_max = 1.0,
+	.threshold = 0.5, .threshold_min = 0.001, .threshold_max = 1.0,
 	.rule = "FAIL when test IOPS / baseline IOPS < threshold (0.5: measured 0.001-0.016\n"
 		"  when starved, 0.9-4.0 with the kworkers raised or on another CPU)",
 	.duration_s = 2, .duration_max_s = 30, .repeat = 1, .run = dio_run,
@@ -504,6 +401,57 @@ static const struct kr_option options[] = {
 	KR_ARG_LONG("iodepth", "N", cfg.iodepth, 1, 256, "writes in flight (32)"),
 	{ .name = NULL }
 };
+
+/* the report's environment and parameters (the mail form's are its constants) */
+static void describe(const struct statfs *fs, bool by_irq)
+{
+	const struct kr_opts *o = kr_options();
+	char how[96] = "rq_affinity=2: the submitter's";
+
+	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:irq_affinity",
+		"config:CONFIG_HZ", "config:CONFIG_PREEMPT", "config:CONFIG_PREEMPT_RT", NULL });
+	kr_env("filesystem", "%s on %s", fs->f_type == EXT4_SUPER_MAGIC ? "ext4" : fs->f_type ==
+	       XFS_SUPER_MAGIC ? "xfs" : fs->f_type == BTRFS_SUPER_MAGIC ? "btrfs" : "other",
+	       dev.name);
+	kr_params("file_mib=%llu extents=%s iodepth=%ld duration_s=%g repeat=%d "
+		  "completion_cpu=%d submitter_prio=%d mitigate=%s seed=%llu threshold=%g",
+		  (unsigned long long)(cfg.size >> 20), cfg.written ? "written" : "unwritten",
+		  cfg.iodepth, o->duration_s, o->repeat, dev.cpu, SUBMITTER_PRIO, o->mitigate ?
+		  "kworkers_fifo_45" : "no", o->seed ? o->seed : 0x5eed, o->threshold);
+	if (o->cpu >= 0)
+		strcpy(how, "given");
+	else if (by_irq && snprintf(how, sizeof(how), "IRQ %d ", dev.irqs[0]))
+		kr_irq_name(dev.irqs[0], how + strlen(how), sizeof(how) - strlen(how));
+	kr_say("completion CPU %d (%s)", dev.cpu, how);
+	kr_csv_open("repeat,phase,t_s,latency_us");
+}
+
+/* a repeat's table */
+static void report(const struct dio_phase *ph, bool irqs)
+{
+	const char *keys[] = { "iops", "lat_mean_us", "lat_max_us" };
+	char key[64], pol[16], prefix[16] = "";
+
+	if (kr_options()->repeat > 1 && snprintf(prefix, sizeof(prefix), "r%d_", ph->rep))
+		kr_say("repeat %d of %d:", ph->rep, kr_options()->repeat);
+	kr_say("  phase     cpu  policy       IOPS   mean us    max us");
+	for (const struct dio_phase *p = ph; p < ph + 2; p++) {
+		double v[] = { p->iops, p->lat_sum_us / (double)p->n, p->lat_max_us };
+		for (int i = 0; i < 3; i++) {
+			snprintf(key, sizeof(key), "%s%s_%s", prefix, p->name, keys[i]);
+			kr_measure(key, v[i]);
+		}
+		snprintf(pol, sizeof(pol), p->rt ? "FIFO %d" : "OTHER", SUBMITTER_PRIO);
+		kr_say("  %-9s %-4d %-8s %8.0f %9.0f %9.0f", p->name, dev.cpu, pol, v[0], v[1], v[2]);
+	}
+	for (int i = 0; i < 2 && irqs; i++)
+		kr_say("  %s: %llu writes, disk IRQs %llu of %llu on CPU %d", ph[i].name,
+		       ph[i].done, ph[i].irq_here, ph[i].irq_all, dev.cpu);
+	if (raised)
+		kr_say("  kworker/%d:* raised to FIFO %d so far: %d", dev.cpu, KWORKER_PRIO,
+		       raised);
+	kr_say("  test/baseline = %.3f", ph[1].iops / ph[0].iops);
+}
 
 /* on FAIL: what this run saw first */
 static void causes(const struct kr_opts *o)
@@ -554,5 +502,7 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
+	dio_describe = describe;
+	dio_report = report;
 	return kr_main(&prog, &cli, argc, argv);
 }
