@@ -55,4 +55,13 @@ for k in kept:
 check("return rep + n + seq;" in out and out.count("\n") == FUNC.count("\n") - 4,
       f"the rest changed:\n{out}")
 check(export.drop_noop_calls("") == "", "empty text")
+
+# a parameter given on the command line becomes the constant its initializer names; one
+# the initializer leaves out goes in first (a run with --pages thp, where cfg named only
+# .size, died with "must name its fields")
+CFG = "static struct {\n\tlong size, pages;\n} cfg = { .size = 0 };\n"
+out = export.set_initializer(CFG, "cfg.pages", "PAGES")
+check("{ .pages = PAGES, .size = 0 }" in out, f"a field not initialized: {out!r}")
+out = export.set_initializer(CFG, "cfg.size", "SIZE")
+check("{ .size = SIZE}" in out, f"a field initialized: {out!r}")
 finish()
