@@ -3,6 +3,8 @@
 (exit 1 with the count, so that meson shows the FAIL lines above it)."""
 import contextlib
 import fcntl
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import tempfile
@@ -16,6 +18,15 @@ def check(cond, what):
         FAILS.append(what)
         print("FAIL:", what)
     return bool(cond)
+
+
+def load_script(path):
+    """A script of scripts/ (no .py suffix) as a module, for its functions."""
+    name = os.path.basename(path).replace("-", "_")
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
 
 
 def finish():

@@ -3,19 +3,14 @@
 """Description: scripts/export's text rules, without a build: which calls the mail form
 drops (the ones that do nothing there: CSV, JSON figures, progress) and which it must keep
 because dropping them would change what runs or leave a name unused. Exit 0 pass, 1 fail."""
-import importlib.machinery
-import importlib.util
 import os
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))
-from checks import check, finish  # noqa: E402
+from checks import check, finish, load_script  # noqa: E402
 
-loader = importlib.machinery.SourceFileLoader("export", os.path.join(TOP, "scripts", "export"))
-spec = importlib.util.spec_from_loader("export", loader)
-export = importlib.util.module_from_spec(spec)
-loader.exec_module(export)
+export = load_script(os.path.join(TOP, "scripts", "export"))
 
 FUNC = """static int window(const struct kr_opts *o, int rep, double *v)
 {

@@ -5,15 +5,16 @@
 # known-wrong line names its item), and the judge gives ok / known-wrong / fixed / MISMATCH
 # for made-up results, including the reason, cause, nocause and param checks.
 #   tests/matrix_test.py SOURCE_DIR
-import importlib.machinery
 import os
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True   # no __pycache__ next to scripts/matrix
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import load_script  # noqa: E402
 
 src = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-matrix = importlib.machinery.SourceFileLoader('matrix', os.path.join(src, 'scripts', 'matrix')).load_module()
+matrix = load_script(os.path.join(src, 'scripts', 'matrix'))
 fails = 0
 
 

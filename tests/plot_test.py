@@ -4,16 +4,13 @@
 shows the quota it was throttled under inside the frame, and apart from throttled %
 (at 100 % throttled and a 0.8-CPU quota, autoscaling put the quota on the frame, and a
 shared scale put both lines at one height). Exit 0 pass, 1 fail."""
-import importlib.machinery, importlib.util, os, re, sys, tempfile
+import os, re, sys, tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "tests"))
-from checks import check, finish  # noqa: E402
+from checks import check, finish, load_script  # noqa: E402
 
-loader = importlib.machinery.SourceFileLoader("plot", os.path.join(TOP, "scripts", "plot"))
-spec = importlib.util.spec_from_loader("plot", loader)
-plot = importlib.util.module_from_spec(spec)
-loader.exec_module(plot)
+plot = load_script(os.path.join(TOP, "scripts", "plot"))
 
 
 def fib_rows(quota, usage):
