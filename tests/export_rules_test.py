@@ -59,4 +59,23 @@ out = export.set_initializer(CFG, "cfg.pages", "PAGES")
 check("{ .pages = PAGES, .size = 0 }" in out, f"a field not initialized: {out!r}")
 out = export.set_initializer(CFG, "cfg.size", "SIZE")
 check("{ .size = SIZE}" in out, f"a field initialized: {out!r}")
+# foreign(): the text as another architecture's compiler takes it, as far as the file's
+# own conditionals go; KR_MAIL and other conditionals untouched
+ARCH = """#include <stdlib.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+#ifdef __aarch64__
+int on_arm;
+#else
+int not_arm;
+#endif
+#ifndef KR_MAIL
+int full;
+#endif
+"""
+other = export.foreign(ARCH)
+check("x86intrin" not in other and "not_arm" in other and "on_arm" not in other,
+      "foreign(): %r" % other)
+check("#ifndef KR_MAIL\nint full;\n#endif" in other, "foreign() resolved KR_MAIL: %r" % other)
 finish()
