@@ -3,20 +3,17 @@
  * Description: hwts - wakeup latency of CPU idle states, split with SO_TIMESTAMPING.
  *
  * A CPU asleep in an idle state between packets pays the state's exit latency before
- * the woken reader runs. NTT's case: C6 exits of 290 us (133 us on the older hosts),
- * kernel->user latency (recvmsg's return - the RX software stamp) ~10 us with spikes
- * to ~100 us; disabling C6 cut the RTT by 85 %. In a guest the idle state is a halt:
- * a VM exit, then the host wakes the vCPU thread and pays its own C-state exit (the
- * haltpoll cpuidle driver fa86ee90eb11 and governor 2cffe9f6b96f, v5.4). Remedies:
- * disable the deep state or hold PM QoS (/dev/cpu_dma_latency: --mitigate); in a guest
- * also halt polling longer than the gaps, idle=poll, the host's kvm.halt_poll_ns and
- * C-states.
+ * the woken reader runs. NTT's case: C6 exits of 290 us; kernel->user latency
+ * (recvmsg's return - the RX software stamp) ~10 us with spikes to ~100 us; disabling
+ * C6 cut the RTT by 85 %. In a guest the idle state is a halt, a VM exit (cpuidle
+ * haltpoll: fa86ee90eb11, 2cffe9f6b96f, v5.4). Remedies: disable the state or hold PM
+ * QoS (/dev/cpu_dma_latency: --mitigate); in a guest also halt polling, idle=poll, the
+ * host's kvm.halt_poll_ns and C-states.
  *
  * A UDP packet every 10 ms goes over veth between two network namespaces to a reader
- * blocked in recvmsg on the measured CPU, in two conditions interleaved ABBA in 5
- * rounds: "idle", and "awake": PM QoS 0 (the CPU polls) or a SCHED_IDLE spinner on it.
- * A packet is late when its kernel->user latency exceeds the awake p50 + 25 us; FAIL
- * when idling made > 5 % more packets late.
+ * blocked in recvmsg on the measured CPU: "idle", and "awake" (PM QoS 0: the CPU polls),
+ * interleaved ABBA in 5 rounds. A packet is late above the awake p50 + 25 us; FAIL when
+ * idling made > 5 % more packets late.
  */
 #include "krepro.h"
 
@@ -32,39 +29,36 @@
 #include <unistd.h>
 
 #define HW_MAGIC 0x68777473U
-#define HW_STOP 0xffffffffU /* the last packet's seq: --listen returns */
-#define HW_ROUNDS 5	    /* blocks per condition, interleaved ABBA */
-#define HW_MIN_IDLE_ENTRIES 0.9 /* per packet: 1.6-2.9 here, 0.03-0.63 with other tasks */
+#define HW_ROUNDS 5 /* blocks per condition */
+#define HW_MIN_IDLE 0.9 /* entries per packet: 1.6-2.9 here, 0.03-0.63 with other tasks */
 #define HW_MAX_BUSY 10.0 /* % out of idle: 0-1.3 here, 25-100 with a fuzzer or a guest */
 
 enum { PATH_VETH, PATH_LO, PATH_PEER };
-enum { C_IDLE, C_PMQOS, C_SPIN, C_NOSTATE }; /* --awake auto|pmqos|spin: 0-2 */
+enum { C_IDLE, C_PMQOS, C_SPIN, C_NOSTATE };
 
 static struct {
-	int path, awake;
-	int64_t spacing_ns, late_ns; /* late: above the awake p50 + 25 us (C6: 100-300) */
-	long packets;		     /* per condition; 0: --duration / 2 / spacing */
-} cfg = { .path = PATH_VETH, .awake = 0, .spacing_ns = 10000000, .late_ns = 25000,
-	  .packets = 0 };
+	int path, awake; /* awake: C_PMQOS, or C_SPIN (--awake spin) */
+	int64_t spacing_ns, late_ns;
+	long packets; /* per condition; 0: --duration / 2 / spacing */
+} cfg = { .path = PATH_VETH, .awake = C_PMQOS, .spacing_ns = 10000000, .late_ns = 25000 };
 
-/* the full program's: its environment, TX stamps, --peer, --per-state, report, --csv */
+/* the full program's: --peer, TX stamps, --awake spin, --per-state, its report */
 static struct {
 	const char *const *env;
 	int (*open)(void), (*cond_set)(int c, bool on);
 	void (*sent)(void), (*record)(void);
 } more;
 
-/* CLOCK_REALTIME stamps of a packet, ns (0: not seen) */
 enum { T_SEND, T_SCHED, T_TXSW, T_TXHW, T_RXSW, T_RXHW, T_USER, NT };
 struct hw_sample {
 	int cond, rep;
 	bool warmup;
-	int64_t t[NT];
+	int64_t t[NT]; /* CLOCK_REALTIME ns, 0: none */
 };
 struct hw_cond {
-	char name[16];
-	int kind, state; /* C_NOSTATE: the state disabled */
-	uint64_t entries[KR_MAX_IDLE_STATES], idle_us, wall_ns; /* of its blocks */
+	const char *name;
+	int kind, state; /* state: C_NOSTATE's */
+	uint64_t entries[KR_MAX_IDLE_STATES], idle_us, wall_ns; /* over its blocks */
 	long sent;
 };
 
@@ -74,17 +68,15 @@ static struct hw_sample *samples;
 static double *buf, *abuf;
 static uint32_t nsamples, next_seq, received;
 static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: not POLL */
-static atomic_bool spin_stop, rx_stop;
+static atomic_bool rx_stop;
 static struct sockaddr_in dst;
-static const char *rx_if;
 
-/* ---- the verdict rule and its inputs (unit-tested) ---- */
+/* ---- the verdict rule (unit-tested) ---- */
 struct hw_late {
 	double limit, idle_pct, awake_pct, added; /* added = idle_pct - awake_pct */
 };
 
-/* % of packets above awake p50 + late_us: spikes count whether they hit 50 % of the
- * packets or 5 %; noise in both conditions cancels */
+/* % of packets above the awake p50 + late_us: spikes count, noise in both cancels */
 static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, size_t na,
 				double late_us)
 {
@@ -106,9 +98,8 @@ static struct hw_late hwts_late(const double *idle, size_t ni, double *awake, si
 	return r;
 }
 
-/* Idling cannot make packets faster (awake worse by as much: other load), nor can a
- * state not entered delay them (exits: entries per packet into states with an exit
- * latency, NAN: none): SKIP. */
+/* SKIP: idling cannot make packets faster, nor can a state not entered delay them
+ * (exits: entries per packet into states with an exit latency; NAN: none) */
 static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double exits)
 {
 	if (!isfinite(added_pct))
@@ -118,8 +109,7 @@ static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double 
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
-/* entries per packet into the states; deep: only those with an exit latency, which PM
- * QoS 0 keeps the CPU out of (POLL, a busy loop, has none) */
+/* entries per packet; deep: into states with an exit latency (not POLL, a busy loop) */
 static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, int n,
 			   long packets, bool deep)
 {
@@ -136,7 +126,13 @@ static double per_packet(int c, bool deep)
 }
 
 /* ---- the conditions ---- */
-/* c's counters += sign * the measured CPU's (modulo 2^64: the later + cancels the -) */
+/* SKIP 125: this kernel lacks what */
+static int needs(const char *what)
+{
+	return kr_skip(KR_EXIT_SKIP, "needs %s: %s", what, strerror(errno));
+}
+
+/* c's counters += sign * the CPU's (mod 2^64: leaving's + cancels entering's -) */
 static void add_usage(struct hw_cond *c, int sign)
 {
 	struct kr_idle_state st[KR_MAX_IDLE_STATES];
@@ -152,14 +148,6 @@ static void add_usage(struct hw_cond *c, int sign)
 	}
 }
 
-/* SCHED_IDLE: runs only when the CPU would idle; any wakeup preempts it */
-static void *spinner(void *arg)
-{
-	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
-		__asm__ __volatile__("" ::: "memory");
-	return arg;
-}
-
 /* PM QoS 0 while the fd is open: no CPU enters a state with an exit latency */
 static int pmqos_hold(void)
 {
@@ -171,25 +159,19 @@ static int pmqos_hold(void)
 	return fd;
 }
 
-/* enter (on) or leave condition c, its state usage counted in between */
+/* enter or leave condition c, counting its idle state usage in between */
 static int cond_set(int c, bool on)
 {
-	static pthread_t spin;
 	static int qos;
-	int r = 0, kind = conds[c].kind;
+	int r = 0;
 
 	if (!on)
 		add_usage(&conds[c], 1);
-	if (kind == C_SPIN) {
-		atomic_store(&spin_stop, !on);
-		r = on ? kr_thread_start(&spin, rx_cpu, SCHED_IDLE, 0, spinner, NULL)
-		       : pthread_join(spin, NULL);
-	} else if (kind == C_PMQOS) {
-		r = !on ? close(qos) : (qos = pmqos_hold()) < 0 ? -1 : 0;
-	} else if (kind == C_NOSTATE) {
+	if (conds[c].kind == C_PMQOS)
+		r = on ? (qos = pmqos_hold()) < 0 : close(qos);
+	else if (conds[c].kind != C_IDLE)
 		r = more.cond_set(c, on);
-	}
-	if (on) /* the spinner reaches the CPU, the governor the request */
+	if (on) /* the governor sees the request */
 		kr_sleep_ns(2000000), add_usage(&conds[c], -1);
 	return r;
 }
@@ -200,7 +182,7 @@ static int64_t ts_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
-/* the reader on the measured CPU: the kernel's RX stamps, and its own on return */
+/* on the measured CPU: the kernel's RX stamp, and its own on return */
 static void *receiver(void *arg)
 {
 	_Alignas(struct cmsghdr) char ctrl[512];
@@ -213,7 +195,7 @@ static void *receiver(void *arg)
 		m.msg_controllen = sizeof(ctrl);
 		ssize_t r = recvmsg(rxfd, &m, 0);
 		clock_gettime(CLOCK_REALTIME, &now);
-		if (r < 0 && atomic_load(&rx_stop)) /* nothing for SO_RCVTIMEO after the last */
+		if (r < 0 && atomic_load(&rx_stop)) /* SO_RCVTIMEO after the last */
 			return arg;
 		if (r != sizeof(p) || p[0] != HW_MAGIC || p[1] >= nsamples)
 			continue;
@@ -228,21 +210,18 @@ static void *receiver(void *arg)
 	}
 }
 
-/* sender and reader in two namespaces held by fds (gone with the process), over veth
- * or the reader's lo; RX software stamps */
+/* sender and reader in two namespaces (gone with the process), over veth or lo */
 static int open_net(void)
 {
 	int nsa = kr_netns_new(), nsb = kr_netns_new();
 	int on = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE;
 
-	rx_if = cfg.path ? "lo" : "krb";
 	if (nsa < 0 || nsb < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs network namespaces (CONFIG_NET_NS): %s",
-			       strerror(errno));
+		return needs("network namespaces (CONFIG_NET_NS)");
 	if (cfg.path == PATH_LO)
 		nsa = nsb;
-	else if (kr_veth_create(nsa, "kra", "10.77.0.1/24", nsb, rx_if, "10.77.0.2/24") < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs veth (CONFIG_VETH): %s", strerror(errno));
+	else if (kr_veth_create(nsa, "kra", "10.77.0.1/24", nsb, "krb", "10.77.0.2/24") < 0)
+		return needs("veth (CONFIG_VETH)");
 	dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(7470) };
 	inet_pton(AF_INET, cfg.path ? "127.0.0.1" : "10.77.0.2", &dst.sin_addr);
 	txfd = kr_netns_socket(nsa, AF_INET, SOCK_DGRAM, 0);
@@ -250,16 +229,15 @@ static int open_net(void)
 	if (txfd < 0 || rxfd < 0 || bind(rxfd, (struct sockaddr *)&dst, sizeof(dst)) < 0)
 		return kr_error("sockets: %s", strerror(errno));
 	if (setsockopt(rxfd, SOL_SOCKET, SO_TIMESTAMPING, &on, sizeof(on)) < 0)
-		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING refused: %s", strerror(errno));
+		return needs("SO_TIMESTAMPING");
 	return 0;
 }
 
-/* ---- the measurement: the conditions in ABBA rounds of per_block + 1 packets (the
- * first after a switch is a warmup) ---- */
+/* ---- the measurement: ABBA rounds of per_block + 1 packets (the first a warmup) ---- */
 static int measure(int repeat, long per_block, bool mitigate)
 {
-	int64_t quiet_us = 200000 + cfg.spacing_ns / 1000; /* --spacing up to 1 s */
-	struct timeval tv = { .tv_sec = quiet_us / 1000000, .tv_usec = quiet_us % 1000000 };
+	int64_t end_us = 200000 + cfg.spacing_ns / 1000; /* > the gaps */
+	struct timeval tv = { end_us / 1000000, end_us % 1000000 };
 	uint32_t p[2] = { HW_MAGIC, 0 };
 	struct timespec now;
 	pthread_t rxt;
@@ -274,7 +252,7 @@ static int measure(int repeat, long per_block, bool mitigate)
 	for (int rep = 0; rep < repeat; rep++)
 		for (int round = 0; round < HW_ROUNDS * nconds; round++) {
 			int j = round % nconds, c = round / nconds % 2 ? nconds - 1 - j : j;
-			if (cond_set(c, true) < 0)
+			if (cond_set(c, true))
 				return kr_error("%s: %s", conds[c].name, strerror(errno));
 			int64_t t = kr_now_ns() + cfg.spacing_ns;
 			for (long i = 0; i <= per_block; i++, t += cfg.spacing_ns) {
@@ -292,8 +270,6 @@ static int measure(int repeat, long per_block, bool mitigate)
 			cond_set(c, false);
 		}
 	atomic_store(&rx_stop, true);
-	p[1] = HW_STOP;
-	sendto(txfd, p, sizeof(p), 0, (struct sockaddr *)&dst, sizeof(dst));
 	pthread_join(rxt, NULL);
 	return qos >= 0 ? close(qos) : 0;
 }
@@ -320,21 +296,27 @@ static struct hw_late late_of(int rep)
 	return hwts_late(buf, ni, abuf, na, (double)cfg.late_ns / 1000.0);
 }
 
-static int judge(const struct kr_opts *o, const char *gov)
+/* % of the time the CPU was out of its idle states in c's blocks (NAN: no states) */
+static double busy_pct(int c)
 {
-	enum kr_verdict v[100];
-	double busy[2], exits = nexits ? per_packet(0, true) : NAN, idled = per_packet(0, false);
-	int npass, nfail;
+	double idle = 1e5 * (double)conds[c].idle_us / (double)conds[c].wall_ns;
+
+	return nstates ? fmax(0, 100 - idle) : NAN;
+}
+
+static int judge(const struct kr_opts *o)
+{
+	double exits = nexits ? per_packet(0, true) : NAN;
+	enum kr_verdict v[100], final;
 	struct hw_late l;
+	int np, nf;
 
 	kr_say("\nkernel->user (us)      p50      p90      p99      max  cpu%d busy", rx_cpu);
 	for (int c = 0; c < 2; c++) {
 		size_t n = collect(c, -1, buf);
-		busy[c] = !nstates ? NAN /* not known */
-			  : fmax(0, 100 - 1e5 * (double)conds[c].idle_us / (double)conds[c].wall_ns);
 		kr_say("  %-15s %8.1f %8.1f %8.1f %8.1f %9.1f%%", conds[c].name,
 		       kr_percentile(buf, n, 50), kr_percentile(buf, n, 90),
-		       kr_percentile(buf, n, 99), kr_percentile(buf, n, 100), busy[c]);
+		       kr_percentile(buf, n, 99), kr_percentile(buf, n, 100), busy_pct(c));
 	}
 	if (more.record)
 		more.record();
@@ -343,45 +325,42 @@ static int judge(const struct kr_opts *o, const char *gov)
 		if ((v[rep] = hwts_rule(l.added, o->threshold, exits)) == KR_ERROR)
 			return kr_error("no kernel->user samples in repeat %d", rep + 1);
 		if (o->repeat > 1)
-			kr_say("repeat %d: late idle %.1f%%, awake %.1f%% (> %.1f us): %+.1f%%",
-			       rep + 1, l.idle_pct, l.awake_pct, l.limit, l.added);
+			kr_say("repeat %d: late idle %.1f%%, awake %.1f%%", rep + 1, l.idle_pct,
+			       l.awake_pct);
 	}
 	l = late_of(-1);
-	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
-	       l.awake_pct, l.limit);
-	/* PM QoS must have kept the CPU polling, else awake (or --mitigate) idled too */
-	for (int c = 0; c < 2; c++)
+	for (int c = 0; c < 2; c++) /* else awake (or --mitigate) idled too */
 		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, true) >= 0.1)
 			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d polling (%s: "
-				       "%.2f halts per packet, governor %s)", rx_cpu, conds[c].name,
-				       per_packet(c, true), gov);
-	if (nstates && idled < HW_MIN_IDLE_ENTRIES) /* without states, --awake spin: not known */
-		return kr_inconclusive(l.added, "cpu%d idled %.2fx per packet: busy", rx_cpu, idled);
-	/* other tasks or the host on the CPU delay packets more than idle states do */
+				       "%.2f halts per packet)", rx_cpu, conds[c].name,
+				       per_packet(c, true));
+	/* other tasks on the CPU: they, not idle states, would decide */
 	for (int c = 0; c < 2; c++)
-		if (conds[c].kind != C_SPIN && busy[c] > HW_MAX_BUSY)
-			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in the %s blocks", rx_cpu,
-					       busy[c], conds[c].name);
-	enum kr_verdict final = kr_vote(v, o->repeat, &npass, &nfail);
-	if (final == KR_SKIP && (npass || nfail))
-		return kr_inconclusive(l.added, "%d repeats PASS, %d FAIL", npass, nfail);
-	if (final == KR_SKIP && l.added > o->threshold) /* polled in both: host noise */
-		return kr_inconclusive(l.added, "cpu%d left no idle state in the idle blocks "
-				       "(%.2f per packet)", rx_cpu, exits);
-	if (final == KR_SKIP) /* other load hit the awake blocks */
-		return kr_inconclusive(l.added, "awake %.0f%% late, idle %.0f%%", l.awake_pct,
-				       l.idle_pct);
-	return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus", l.idle_pct,
-			  l.awake_pct, l.limit);
+		if ((!c && nstates && per_packet(0, false) < HW_MIN_IDLE) ||
+		    (conds[c].kind != C_SPIN && busy_pct(c) > HW_MAX_BUSY))
+			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in %s, idled "
+					       "%.2fx/packet", rx_cpu, busy_pct(c), conds[c].name,
+					       per_packet(c, false));
+	if ((final = kr_vote(v, o->repeat, &np, &nf)) != KR_SKIP)
+		return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus",
+				  l.idle_pct, l.awake_pct, l.limit);
+	if (np || nf)
+		return kr_inconclusive(l.added, "%d repeats PASS, %d FAIL", np, nf);
+	if (l.added > o->threshold) /* both polled: host noise */
+		return kr_inconclusive(l.added, "cpu%d left no idle state in the idle blocks",
+				       rx_cpu);
+	/* other load hit the awake blocks */
+	return kr_inconclusive(l.added, "awake %.0f%% late, idle %.0f%%", l.awake_pct,
+			       l.idle_pct);
 }
 
 static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable = { 0, NULL };
 	char drv[64], gov[64];
-	int r, awake = cfg.awake ? cfg.awake : C_PMQOS;
+	int r;
 
-	/* the measured CPU (--cpu, default the highest usable one), another for the sender */
+	/* the measured CPU (--cpu, default the highest usable one) and the sender's */
 	bool cpus_ok = kr_usable_cpus(&usable) >= 2 &&
 		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
 	kr_cpus_free(&usable);
@@ -393,16 +372,14 @@ static int run(const struct kr_opts *o)
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	for (int k = 0; k < nstates; k++)
 		nexits += states[k].latency_us > 0; /* POLL has no exit latency */
-	if (!nexits && awake != C_SPIN) /* only a spinner can be compared with a halt */
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s): "
-			       "nothing to compare", rx_cpu, drv);
-	if ((awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs /dev/cpu_dma_latency (CONFIG_PM): %s",
-			       strerror(errno));
+	if (!nexits && cfg.awake != C_SPIN) /* only a spinner can be compared with a halt */
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s)",
+			       rx_cpu, drv);
+	if ((cfg.awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
+		return needs("/dev/cpu_dma_latency (CONFIG_PM)");
 	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };
-	conds[1] = (struct hw_cond){ .name = "awake-pmqos", .kind = awake };
-	if (awake == C_SPIN)
-		strcpy(conds[1].name, "awake-spin");
+	conds[1] = (struct hw_cond){ .name = cfg.awake == C_SPIN ? "awake-spin" : "awake-pmqos",
+				     .kind = cfg.awake };
 	long packets = cfg.packets ? cfg.packets
 				   : (long)(o->duration_s * 1e9 / 2 / (double)cfg.spacing_ns);
 	long per_block = (packets < 20 ? 20 : packets + HW_ROUNDS - 1) / HW_ROUNDS;
@@ -414,15 +391,15 @@ static int run(const struct kr_opts *o)
 	if (!buf)
 		return kr_error("no memory for %.0f samples", n);
 	nsamples = (uint32_t)n, abuf = buf + nsamples;
-	kr_params("path=%s rx_if=%s cpu=%d sender_cpu=%d spacing=%.3gms packets=%ld awake=%s "
-		  "repeat=%d mitigate=%s", (const char *[]){ "veth", "lo", "peer" }[cfg.path],
-		  rx_if, rx_cpu, tx_cpu, (double)cfg.spacing_ns / 1e6, per_block * HW_ROUNDS,
-		  conds[1].name + 6, o->repeat, o->mitigate ? "pmqos" : "no");
+	kr_params("path=%s cpu=%d sender_cpu=%d spacing=%.3gms packets=%ld awake=%s repeat=%d "
+		  "mitigate=%s", (const char *[]){ "veth", "lo", "peer" }[cfg.path], rx_cpu,
+		  tx_cpu, (double)cfg.spacing_ns / 1e6, per_block * HW_ROUNDS, conds[1].name + 6,
+		  o->repeat, o->mitigate ? "pmqos" : "no");
 	if ((r = measure(o->repeat, per_block, o->mitigate)))
 		return r;
 	if (received < next_seq - next_seq / 10)
 		return kr_error("%u of %u packets lost", next_seq - received, next_seq);
-	return judge(o, gov);
+	return judge(o);
 }
 
 static const struct kr_prog prog = {
@@ -438,6 +415,8 @@ static const struct kr_prog prog = {
 
 #include <linux/ethtool.h>
 
+#define HW_STOP 0xffffffffU /* the last packet's seq: --listen returns */
+
 /* Two hosts: "hwts --listen" on one reflects the packets of "hwts --peer ADDR" on the
  * other, through --iface, with hardware stamps where its NIC has them. */
 static struct {
@@ -445,7 +424,9 @@ static struct {
 	long port;
 	bool listen, per_state;
 } full = { .port = 7469 };
-static char hw_why[160];
+static char hw_why[160], names[KR_MAX_IDLE_STATES][16]; /* --per-state's conditions */
+static const char *rx_if;
+static atomic_bool spin_stop;
 
 static const struct kr_option options[] = {
 	KR_ARG_CHOICE("path", "veth|lo", cfg.path, "between two namespaces (default veth)"),
@@ -453,10 +434,10 @@ static const struct kr_option options[] = {
 		    "time between packets (10ms; 100us-1s)"),
 	KR_ARG_LONG("packets", "N", cfg.packets, 20, 100000,
 		    "per condition (default --duration/2/spacing)"),
-	KR_ARG_CHOICE("awake", "auto|pmqos|spin", cfg.awake,
+	/* what the mail form leaves out: a spinner, a diagnostic, the remote peer */
+	KR_ARG_CUSTOM("awake", "auto|pmqos|spin",
 		      "how awake keeps the CPU from idling (auto: pmqos)"),
 	KR_ARG_TIME("late", cfg.late_ns, "us", 1000, 1e8, "late: above the awake p50 + TIME (25us)"),
-	/* what the mail form leaves out: the remote peer, and a diagnostic */
 	KR_ARG_CUSTOM("per-state", NULL, "also idle with each cpuidle state disabled"),
 	KR_ARG_CUSTOM("iface", "IF", "real interface toward --peer (hardware stamps)"),
 	KR_ARG_CUSTOM("peer", "IPV4", "address of a host running hwts --listen"),
@@ -468,8 +449,13 @@ static const struct kr_option options[] = {
 static int parse(int index, const char *arg)
 {
 	struct in_addr a;
+	int k;
 
 	switch (index) {
+	case 3: /* auto: pmqos */
+		k = kr_parse_choice("--awake", arg, "auto|pmqos|spin");
+		cfg.awake = k == 2 ? C_SPIN : C_PMQOS;
+		return k < 0 ? -1 : 0;
 	case 5: return !(full.per_state = true);
 	case 6:
 		if (!*arg || strlen(arg) >= IFNAMSIZ)
@@ -566,15 +552,30 @@ static int open_peer(int *hw)
 	    bind(rxfd, (struct sockaddr *)&me, sizeof(me)) < 0)
 		return kr_error("sockets toward %s: %s", full.peer, strerror(errno));
 	if (setsockopt(rxfd, SOL_SOCKET, SO_TIMESTAMPING, &rxf, sizeof(rxf)) < 0)
-		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING refused: %s", strerror(errno));
+		return needs("SO_TIMESTAMPING");
 	return 0;
 }
 
-/* --per-state: the state disabled in its blocks, re-enabled after */
-static int nostate_set(int c, bool on)
+/* SCHED_IDLE: runs only when the CPU would idle; any wakeup preempts it */
+static void *spinner(void *arg)
 {
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+		__asm__ __volatile__("" ::: "memory");
+	return arg;
+}
+
+/* the full program's conditions: --awake spin, a spinner on the CPU in its blocks;
+ * --per-state, the state disabled in its blocks, re-enabled after */
+static int cond_set_full(int c, bool on)
+{
+	static pthread_t spin;
 	char p[160];
 
+	if (conds[c].kind == C_SPIN) {
+		atomic_store(&spin_stop, !on);
+		return on ? kr_thread_start(&spin, rx_cpu, SCHED_IDLE, 0, spinner, NULL)
+			  : pthread_join(spin, NULL);
+	}
 	kr_cpuidle_path(NULL, rx_cpu, conds[c].state, "disable", p, sizeof(p));
 	return kr_write_file(p, on ? "1" : states[conds[c].state].disable);
 }
@@ -591,17 +592,21 @@ static int open_full(void)
 
 	if (r)
 		return r;
-	if (!full.peer)
+	if (!full.peer) {
+		rx_if = cfg.path ? "lo" : "krb";
 		snprintf(hw_why, sizeof(hw_why), "unsupported by %s (virtual)", rx_if);
+	}
+	kr_param("rx_if", "%s", rx_if);
 	if (setsockopt(txfd, SOL_SOCKET, SO_TIMESTAMPING, &tx, sizeof(tx)) < 0)
-		return kr_skip(KR_EXIT_SKIP, "SO_TIMESTAMPING (TX) refused: %s", strerror(errno));
+		return needs("SO_TIMESTAMPING (TX)");
 	for (int k = 0; full.per_state && k < nstates; k++) {
 		kr_cpuidle_path(NULL, rx_cpu, k, "disable", p, sizeof(p));
 		if (states[k].latency_us > 0 && !strcmp(states[k].disable, "0")) {
 			if (kr_journal_write(p, "0") < 0)
 				return kr_error("%s: %s", p, strerror(errno));
-			conds[nconds] = (struct hw_cond){ .kind = C_NOSTATE, .state = k };
-			snprintf(conds[nconds++].name, 16, "no-state%u", (unsigned char)k);
+			snprintf(names[k], sizeof(names[k]), "no-state%u", (unsigned char)k);
+			conds[nconds++] = (struct hw_cond){ .name = names[k], .kind = C_NOSTATE,
+							    .state = k };
 		}
 	}
 	return 0;
@@ -721,6 +726,8 @@ static void record(void)
 	kr_say("kernel->user added by idling: p50 %+.1f, p90 %+.1f, p99 %+.1f us",
 	       p[0][0] - p[1][0], p[0][1] - p[1][1], p[0][2] - p[1][2]);
 	kr_say("late: kernel->user above the awake p50 + %.0f us", (double)cfg.late_ns / 1000);
+	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
+	       l.awake_pct, l.limit);
 	/* entries into states with an exit latency: a halt or a C-state (not POLL) */
 	kr_measure("idle_deep_entries_per_packet", per_packet(0, true));
 	kr_measure("late_idle_pct", l.idle_pct);
@@ -825,7 +832,7 @@ static int validate(const struct kr_opts *o)
 	if (full.iface && !full.peer && !full.listen)
 		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
 	cfg.path = full.peer ? PATH_PEER : cfg.path;
-	more.open = open_full, more.sent = drain_errqueue, more.cond_set = nostate_set;
+	more.open = open_full, more.sent = drain_errqueue, more.cond_set = cond_set_full;
 	more.record = record;
 	more.env = env;
 	return 0;
@@ -833,7 +840,15 @@ static int validate(const struct kr_opts *o)
 
 static int run_full(const struct kr_opts *o)
 {
-	return full.listen ? reflect(o) : run(o);
+	uint32_t stop[2] = { HW_MAGIC, HW_STOP };
+	int r;
+
+	if (full.listen)
+		return reflect(o);
+	r = run(o);
+	if (full.peer && next_seq) /* --listen returns */
+		sendto(txfd, stop, sizeof(stop), 0, (struct sockaddr *)&dst, sizeof(dst));
+	return r;
 }
 
 int main(int argc, char **argv)

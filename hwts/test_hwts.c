@@ -134,12 +134,12 @@ static void idled_between_packets(void **state)
 	/* loaded host: the "idle" CPU entered idle before 9 % of the packets */
 	uint64_t busy[2] = { 6, 21 }, quiet[2] = { 6, 711 }, poll_only[2] = { 280, 0 },
 		 part[2] = { 9, 189 };
-	assert_true(hwts_entries(part, st, 2, 300, false) < HW_MIN_IDLE_ENTRIES); /* 0.66 */
-	assert_true(hwts_entries(busy, st, 2, 300, false) < HW_MIN_IDLE_ENTRIES);
-	assert_true(hwts_entries(quiet, st, 2, 300, false) >= HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(part, st, 2, 300, false) < HW_MIN_IDLE); /* 0.66 */
+	assert_true(hwts_entries(busy, st, 2, 300, false) < HW_MIN_IDLE);
+	assert_true(hwts_entries(quiet, st, 2, 300, false) >= HW_MIN_IDLE);
 	/* a governor that polls is idling too */
-	assert_true(hwts_entries(poll_only, st, 2, 300, false) >= HW_MIN_IDLE_ENTRIES);
-	assert_true(hwts_entries(quiet, st, 2, 0, false) < HW_MIN_IDLE_ENTRIES);
+	assert_true(hwts_entries(poll_only, st, 2, 300, false) >= HW_MIN_IDLE);
+	assert_true(hwts_entries(quiet, st, 2, 0, false) < HW_MIN_IDLE);
 	/* PM QoS 0 took: no entry into a state with an exit latency (here: 40 polls, no
 	 * halt per packet); it did not: the halts count */
 	uint64_t pmqos[2] = { 12030, 0 }, ignored[2] = { 100, 450 };
