@@ -128,9 +128,11 @@ static void *probe(void *arg)
 
 static double ksoftirqd_ns(void)
 {
-	struct kr_schedstat s;
+	struct kr_schedstat s = { 0 };
 
-	return ksoftirqd && !kr_read_schedstat(ksoftirqd, 0, &s) ? (double)s.run_ns : NAN;
+	if (ksoftirqd) /* found */
+		kr_read_schedstat(ksoftirqd, 0, &s);
+	return (double)s.run_ns;
 }
 
 /* one slice of phase ph: its figures join ph's */
@@ -175,19 +177,17 @@ struct pair {
 static struct pair pair_of(const struct phase *b, const struct phase *t)
 {
 	double lost = t->lost - t->steal - t->delay - (b->lost - b->steal - b->delay);
-	double kb = isfinite(b->ksoftirqd) ? b->ksoftirqd : 0;
-	double kt = isfinite(t->ksoftirqd) ? t->ksoftirqd : 0;
 
 	return (struct pair){ .hidden = (t->cpu + t->lost - b->cpu - b->lost) / lost,
-		.lost = lost, .delay = fmax(0, fmax(b->delay - kb, t->delay - kt)),
-		.thread = t->ksoftirqd - kb, .base = b->lost };
+		.lost = lost, .thread = t->ksoftirqd - b->ksoftirqd, .base = b->lost,
+		.delay = fmax(0, fmax(b->delay - b->ksoftirqd, t->delay - t->ksoftirqd)) };
 }
 
 /* a pair's vote; why: the reason for a SKIP */
 static enum kr_verdict irqacct_rule(const struct pair *p, double fail_above, double min_lost,
 				    char *why)
 {
-	if (p->thread > 5.0 && !(p->lost >= p->thread)) /* thread NaN: no ksoftirqd */
+	if (p->thread > 5.0 && !(p->lost >= p->thread))
 		sprintf(why, "NET_RX ran in ksoftirqd/%d (%.1f ms/s), not on irq exit (%.1f "
 			"ms/s)%s", victim, p->thread, p->lost, fifo ? "" : ", at SCHED_OTHER");
 	else if (!(p->base <= MAX_BASE))
