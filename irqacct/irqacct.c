@@ -97,10 +97,10 @@ static pid_t ksoftirqd;
 static int64_t probe_ns;
 static struct kr_cpu_times stat0[KR_MAX_CPUS], stat1[KR_MAX_CPUS]; /* a slice's */
 static struct phase pairs[100][2]; /* per repeat: baseline, busy */
-/* the full program's (NULL here): /proc/stat, --csv; more after the pairs */
-static const char *const *env_knobs;
-static int (*full_slice)(struct phase *s, double tick);
-static void (*full_pairs)(int repeats, enum kr_verdict v);
+#ifndef KR_MAIL /* the full program's: /proc/stat, --csv; more after the pairs */
+static int full_stat_csv(struct phase *s, double tick);
+static void regimes(int repeats, enum kr_verdict v);
+#endif
 
 /* spins on the victim CPU at nice -20 (no RT throttling): lost, cpu and delay */
 static void *probe(void *arg)
@@ -130,7 +130,7 @@ static double ksoftirqd_ns(void)
 {
 	struct kr_schedstat s = { 0 };
 
-	if (ksoftirqd) /* found */
+	if (ksoftirqd)
 		kr_read_schedstat(ksoftirqd, 0, &s);
 	return (double)s.run_ns;
 }
@@ -160,8 +160,10 @@ static int measure(struct phase *ph, double seconds)
 	s.steal = (double)(stat1[victim].steal - stat0[victim].steal) * tick;
 	s.ksoftirqd = (ksoftirqd_ns() - k) / 1e6 / s.wall;
 	s.sent = (double)(n_sent - tx) / s.wall, s.received = (double)(n_received - rx) / s.wall;
-	if (full_slice && full_slice(&s, tick) < 0)
+#ifndef KR_MAIL
+	if (full_stat_csv(&s, tick) < 0)
 		return -1;
+#endif
 	for (int i = 0; i < NV; i++)
 		ph->v[i] = (ph->v[i] * ph->wall + s.v[i] * s.wall) / (ph->wall + s.wall);
 	ph->wall += s.wall;
@@ -219,9 +221,9 @@ static int setup_network(int *tx, int *rx)
 	/* from inside the netns: the host's /sys shows the host's lo */
 	if (ns < 0 || kr_netns_sysfs_write(ns, "class/net/lo/queues/rx-0/rps_cpus",
 			kr_cpus_mask(&(struct kr_cpus){ 1, &victim }, 0, mask, sizeof(mask))))
-		return errno == EINVAL || errno == ENOENT ? kr_skip(125, "needs network "
-			"namespaces and RPS (CONFIG_NET_NS, CONFIG_RPS): %s", strerror(errno))
-			: kr_error("RPS to CPU %d in a network namespace: %s", victim, strerror(errno));
+		return errno == EINVAL || errno == ENOENT ? kr_skip(125, "needs CONFIG_NET_NS and "
+			"CONFIG_RPS: %s", strerror(errno)) : kr_error("RPS to CPU %d in a network "
+			"namespace: %s", victim, strerror(errno));
 	*rx = kr_netns_socket(ns, AF_INET, SOCK_DGRAM, 0);
 	*tx = kr_netns_socket(ns, AF_INET, SOCK_DGRAM, 0);
 	if (*rx < 0 || *tx < 0 || setsockopt(*rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) ||
@@ -246,15 +248,18 @@ static int run(const struct kr_opts *o)
 	rc = kr_cpu_pick(&usable, o->cpu, &victim, &other);
 	kr_cpus_free(&usable);
 	if (rc < 0 || other < 0)
-		return kr_skip(129, "needs 2 usable CPUs (a victim and one for the traffic): %s",
-			       kr_cpus_unusable(why, sizeof(why)));
+		return kr_skip(129, "needs 2 usable CPUs: %s", kr_cpus_unusable(why, sizeof(why)));
 	if (access("/proc/self/schedstat", R_OK) < 0)
 		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
 	/* RPS's NET_RX in backlog_napi/N (v6.10+), softirqs in ksoftirqd */
 	const char *thread = kr_backlog_threaded();
 	if (thread || (thread = kr_softirq_threaded()))
 		return kr_skip(125, "NET_RX runs in a thread, not on irq exit: %s", thread);
-	kr_env_standard(env_knobs);
+#ifndef KR_MAIL
+	kr_env_standard((const char *const[]){ "group:config", "group:cmdline",
+		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
+		"file:/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL });
+#endif
 	if ((rc = setup_network(&tx, &rx)))
 		return rc;
 	snprintf(why, sizeof(why), "ksoftirqd/%d", victim);
@@ -305,8 +310,9 @@ static int run(const struct kr_opts *o)
 		       p.hidden);
 	}
 	enum kr_verdict v = kr_vote(votes, n, &npass, &nfail);
-	if (full_pairs)
-		full_pairs(n, v);
+#ifndef KR_MAIL
+	regimes(n, v);
+#endif
 	traffic_rate = 0; /* the threads and the netns end with the process */
 	if (v != KR_SKIP) /* the figures: the last repeat's */
 		return kr_verdict(v, p.hidden, "lost=%.0fms/s", p.lost);
@@ -491,10 +497,5 @@ int main(int argc, char **argv)
 		.causes = causes,
 	};
 
-	static const char *const knobs[] = { "group:config", "group:cmdline",
-		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
-		"file:/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL };
-
-	env_knobs = knobs, full_slice = full_stat_csv, full_pairs = regimes;
 	return kr_main(&prog, &cli, argc, argv);
 }
