@@ -259,6 +259,8 @@ static int run(const struct kr_opts *o)
 	kr_env_standard((const char *const[]){ "group:config", "group:cmdline",
 		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
 		"file:/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL });
+#else
+	kr_env_standard(NULL); /* kernel and CPUs: the mail carries the rest */
 #endif
 	if ((rc = setup_network(&tx, &rx)))
 		return rc;
