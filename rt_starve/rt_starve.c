@@ -120,8 +120,9 @@ static long switches(pid_t tid)
 	long n = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	while (kr_read_file(path, text, sizeof(text)) > 0 && (p = strstr(p, "ctxt_switches:")))
-		n += atol(p += 14);
+	if (kr_read_file(path, text, sizeof(text)) > 0)
+		while ((p = strstr(p, "ctxt_switches:"))) /* voluntary_, nonvoluntary_ */
+			n += atol(p += 14);
 	return n;
 }
 
