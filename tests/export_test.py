@@ -77,6 +77,12 @@ def main():
     check(re.search(r"^int main\(int argc, char \*\*argv\)$", text, re.M) is not None, "main")
     for name in FULL_ONLY:
         check(name not in text, f"{name} is in the mail form (the full harness's)")
+    # a maintainer on arm64 builds it too: an architecture's header only under its #if
+    # (every form had <x86intrin.h> unguarded, and took <stdlib.h> from it)
+    for m in re.finditer(r"^#include <(x86intrin|immintrin|emmintrin|cpuid)\.h>", text, re.M):
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        check(re.match(r"#\s*if(def)?\b.*__(x86_64|i386)__", before) is not None,
+              f"<{m.group(1)}.h> outside an #if on its architecture")
 
     lines, size = len(text.splitlines()), len(text.encode())
     goal = GOAL.get(prog, GOAL_ANY)
