@@ -438,15 +438,14 @@ static int run(const struct kr_opts *o)
 }
 
 static const struct kr_prog prog = {
-	.name = "rt_starve", .metric = "in_p50", .unit = "ms",
+	.name = "rt_starve",
 	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE | KR_OPT_REPEAT,
-	.duration_max_s = 30, .run = run,
-#ifndef KR_MAIL /* the command line's; the mail form's first comment has the rule */
-	.threshold = 20, .threshold_min = 1, .threshold_max = 900, .duration_s = 1.2, .repeat = 3,
+	.metric = "in_p50", .unit = "ms", .threshold = 20, .threshold_min = 1,
+	.threshold_max = 900,
 	.rule = "FAIL when the median RTT of probes sent in the burner window exceeds the "
 		"threshold and --ratio times the median outside it, in every counted window; "
 		"a window counts when a bottom-half thread was woken in it",
-#endif
+	.duration_s = 1.2, .duration_max_s = 30, .repeat = 3, .run = run,
 };
 
 /* ---- the command line (not in the mail form) ---- */
