@@ -35,16 +35,14 @@
 #define SUBMITTER_PRIO 40 /* an RT service: above kworkers, below threaded IRQs' 50 */
 #define KWORKER_PRIO 45	  /* --mitigate: above the submitter */
 #define MAX_IRQS 64
-/* a PASS with a write held until RT throttling paused the submitter is inconclusive:
- * 6.12 then still completes ~300 writes/s, which a baseline slowed by host load may near
- * (longest waits: starved ~950 ms, --mitigate ~50 ms) */
+/* a write held this long waited for RT throttling: 6.12 then still does ~300 writes/s,
+ * which a slow baseline may near, so a PASS is inconclusive (starved ~950, raised ~50) */
 #define DIO_THROTTLED_MS 400
 
 static struct {
 	uint64_t size;
-	int written;	/* 0: fresh unwritten extents, 1: written first */
 	long iodepth;	/* writes in flight, <= 256 */
-} cfg = { .size = 1ULL << 30, .written = 0, .iodepth = 32 };
+} cfg = { .size = 1ULL << 30, .iodepth = 32 };
 static char bufs[256][BLOCK] __attribute__((aligned(BLOCK))); /* one per write */
 
 static enum kr_verdict dio_kworker_rule(double baseline, double test, double threshold,
@@ -57,8 +55,8 @@ static enum kr_verdict dio_kworker_rule(double baseline, double test, double thr
 	return test_wait_ms >= DIO_THROTTLED_MS ? KR_SKIP : KR_PASS;
 }
 
-/* each block once, in random order, before any twice (fresh extents): a full-period
- * LCG modulo a power of two, skipping the blocks past the end */
+/* each block once in random order (fresh extents): a full-period LCG modulo a power
+ * of two, skipping the blocks past the end */
 static uint64_t nblocks, mask, block;
 
 static void dio_blocks_init(uint64_t n, uint64_t seed)
@@ -86,8 +84,8 @@ static struct dio_device {
 	int cpu;			/* the completion CPU chosen */
 } dev;
 
-/* the block device at sysfs path p -> the MSI interrupts of the PCI function above it
- * (a partition: its disk's); for dm and md its slaves', for NVMe multipath its paths' */
+/* block device at sysfs path p -> MSI interrupts of the PCI function above its disk;
+ * for dm and md its slaves', for NVMe multipath its paths' */
 static void dio_find_irqs(const char *p, struct dio_device *d, int depth)
 {
 	char real[PATH_MAX], up[PATH_MAX], path[PATH_MAX + 32], *s;
@@ -120,7 +118,7 @@ static void dio_find_irqs(const char *p, struct dio_device *d, int depth)
 	globfree(&g);
 }
 
-/* the filesystem's device (btrfs: none) and the CPUs its queue interrupts go to */
+/* the filesystem's device and the CPUs its I/O queues' interrupts go to */
 static void dio_find_device(dev_t st_dev, struct dio_device *d)
 {
 	char path[PATH_MAX], real[PATH_MAX], name[64], aff[4096];
@@ -158,9 +156,10 @@ struct dio_phase {
 	double lat_sum_us, lat_max_us, iops;
 };
 
-/* what only the full program reports; set in its main(), NULL in the mail form */
+/* the full program's report and --extents written; NULL in the mail form */
 static void (*dio_describe)(const struct statfs *fs, bool by_irq);
 static void (*dio_report)(const struct dio_phase *ph, bool irqs);
+static int (*dio_fill)(int fd, const char *path);
 
 /* adds (sign 1) or subtracts (-1) the disk's interrupts so far */
 static void dio_irqs(struct dio_phase *ph, unsigned long long sign)
@@ -178,7 +177,7 @@ static void dio_irqs(struct dio_phase *ph, unsigned long long sign)
 	free(c);
 }
 
-/* one write per io_submit, as fio submits by default */
+/* one write per io_submit, as fio does */
 static int dio_submit(aio_context_t ctx, struct iocb *cb, int64_t *sent)
 {
 	cb->aio_offset = dio_next_offset();
@@ -189,8 +188,7 @@ static int dio_submit(aio_context_t ctx, struct iocb *cb, int64_t *sent)
 	return 0;
 }
 
-/* --mitigate: the CPU's kworkers above the submitter; they come and go, so the RT
- * phase raises the new ones every 10 ms */
+/* --mitigate: the CPU's kworkers above the submitter, new ones every 10 ms */
 static int raised;
 
 static void dio_raise_kworkers(int cpu)
@@ -205,9 +203,8 @@ static void dio_raise_kworkers(int cpu)
 			raised++;
 }
 
-/* A phase of len ns, the submitter pinned with iodepth writes in flight: SCHED_OTHER
- * sleeps for a completion; RT polls under a watchdog (an unpinned FIFO 99 thread), then
- * drains as SCHED_OTHER. Returns 0 or an errno. */
+/* len ns, pinned, iodepth writes in flight: SCHED_OTHER sleeps for completions; RT
+ * polls under a watchdog, then drains as SCHED_OTHER. Returns 0 or an errno. */
 static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigate)
 {
 	unsigned qd = (unsigned)cfg.iodepth, inflight = 0;
@@ -269,8 +266,7 @@ static int dio_run_phase(struct dio_phase *ph, int fd, int64_t len, bool mitigat
 /* ---- the measurement ---- */
 
 /* Did the phase's writes complete on its CPU? Each interrupt there completes at most
- * the qd writes in flight. The disk's other I/O does not count: per-CPU queues interrupt
- * the CPUs it came from, and jbd2 goes on while a phase is starved. */
+ * qd writes; other I/O of the disk interrupts the CPUs it came from. */
 static bool dio_irq_routed(const struct dio_phase *ph, unsigned qd)
 {
 	return ph->irq_here * qd >= ph->done;
@@ -278,13 +274,13 @@ static bool dio_irq_routed(const struct dio_phase *ph, unsigned qd)
 
 static int dio_run(const struct kr_opts *o)
 {
-	static struct kr_cpus usable;
+	static struct kr_cpus ok;
 	struct statfs fs;
 	struct stat st;
 	struct dio_phase ph[2];
 	aio_context_t ctx = 0;
 	char why[256], tmp[PATH_MAX], path[PATH_MAX + 8], at[256];
-	int r, fd, ccpu = o->cpu;
+	int r, fd, cpu = o->cpu;
 	enum kr_verdict votes[100];
 	double ratio = 0, waited_ms = 0; /* the repeats' mean; the longest wait of a SKIP */
 
@@ -292,10 +288,9 @@ static int dio_run(const struct kr_opts *o)
 	if (statfs(".", &fs) < 0 || stat(".", &st) < 0 || !getcwd(tmp, sizeof(tmp) - 40))
 		return kr_error("the current directory: %s", strerror(errno));
 	if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
-		return kr_skip(129, "the current directory is on tmpfs: run it on the disk "
-			       "to test");
+		return kr_skip(129, "the current directory is on tmpfs: run it on a disk");
 	if ((uint64_t)fs.f_bavail * fs.f_bsize < cfg.size + (256ULL << 20))
-		return kr_skip(129, "needs %llu MiB free in the current directory",
+		return kr_skip(129, "needs %llu MiB free here",
 			       (unsigned long long)(cfg.size >> 20) + 256);
 	if (syscall(SYS_io_setup, 1, &ctx) < 0)
 		return errno == ENOSYS ? kr_skip(125, "needs CONFIG_AIO (io_setup: ENOSYS)")
@@ -304,28 +299,28 @@ static int dio_run(const struct kr_opts *o)
 	if ((r = kr_rt_check(99, why, sizeof(why)))) /* the RT watchdog's priority */
 		return r == KR_EXIT_ERROR ? kr_error("%s", why) : kr_skip(r, "%s", why);
 	dio_find_device(st.st_dev, &dev);
-	kr_usable_cpus(&usable);
-	/* the completion CPU: --cpu, or the submitter's with rq_affinity=2 (the highest
+	kr_usable_cpus(&ok);
+	/* the completion CPU: --cpu, or with rq_affinity=2 the submitter's (the highest
 	 * usable), or the highest usable one the queue interrupts go to */
-	bool by_irq = ccpu < 0 && !dev.rq_affinity2, irqs = dev.nirq && !dev.rq_affinity2;
-	for (int i = dev.irq_cpus.n - 1; by_irq && ccpu < 0 && i >= 0; i--)
-		ccpu = kr_cpus_has(&usable, dev.irq_cpus.cpu[i]) ? dev.irq_cpus.cpu[i] : -1;
+	bool by_irq = cpu < 0 && !dev.rq_affinity2, irqs = dev.nirq && !dev.rq_affinity2;
+	for (int i = dev.irq_cpus.n - 1; by_irq && cpu < 0 && i >= 0; i--)
+		cpu = kr_cpus_has(&ok, dev.irq_cpus.cpu[i]) ? dev.irq_cpus.cpu[i] : -1;
 	if (by_irq && !dev.nirq)
-		return kr_skip(129, "cannot tell which CPU completes the I/O of %s (no PCI MSI "
-			       "queue interrupts): give it (--cpu)", dev.name);
-	if (by_irq && ccpu < 0)
-		return kr_skip(129, "the I/O of %s completes on CPU %s, outside this process's "
-			       "CPUs (%s)", dev.name, kr_cpus_list(&dev.irq_cpus, at, sizeof(at)),
+		return kr_skip(129, "which CPU completes %s's I/O? no PCI MSI queue IRQs: "
+			       "give --cpu", dev.name);
+	if (by_irq && cpu < 0)
+		return kr_skip(129, "%s's I/O completes on CPU %s (%s)", dev.name,
+			       kr_cpus_list(&dev.irq_cpus, at, sizeof(at)),
 			       kr_cpus_unusable(why, sizeof(why)));
-	dev.cpu = ccpu = ccpu < 0 ? usable.cpu[usable.n - 1] : ccpu;
-	if (!kr_cpus_has(&usable, ccpu))
-		return kr_skip(129, "CPU %d is not usable here (%s)", ccpu,
+	dev.cpu = cpu = cpu < 0 ? ok.cpu[ok.n - 1] : cpu;
+	if (!kr_cpus_has(&ok, cpu))
+		return kr_skip(129, "CPU %d is not usable (%s)", cpu,
 			       kr_cpus_unusable(why, sizeof(why)));
-
 	if (dio_describe)
 		dio_describe(&fs, by_irq);
 	else
-		kr_env_standard(NULL), kr_say("completion CPU %d", ccpu);
+		kr_env_standard(NULL), kr_say("completion CPU %d", cpu);
+
 	/* the test file in a temp dir, both removed on exit */
 	snprintf(tmp + strlen(tmp), 40, "/krepro-dio_kworker-%d", (int)getpid());
 	snprintf(path, sizeof(path), "%s/data", tmp);
@@ -338,49 +333,49 @@ static int dio_run(const struct kr_opts *o)
 		return errno == EOPNOTSUPP ? kr_skip(129, "this filesystem has no fallocate()")
 					   : kr_error("fallocate %s: %s", path, strerror(errno));
 	memset(bufs, 0xa5, sizeof(bufs)); /* not zeroes: no zero detection */
-	for (uint64_t off = 0; cfg.written && off < cfg.size; off += sizeof(bufs))
-		if (pwrite(fd, bufs, sizeof(bufs), (off_t)off) < 0)
-			return kr_error("filling %s: %s", path, strerror(errno));
+	if (dio_fill && (r = dio_fill(fd, path)))
+		return r;
 	if (fsync(fd) < 0)
 		return kr_error("fsync %s: %s", path, strerror(errno));
 	dio_blocks_init(cfg.size / BLOCK, o->seed ? o->seed : 0x5eed);
+
 	for (int rep = 0; rep < o->repeat; rep++) {
 		for (int i = 0; i < 2; i++) {
 			double s = i ? fmin(o->duration_s, 3) : o->duration_s; /* RT: <= 3 s */
-			ph[i] = (struct dio_phase){ .name = i ? "test" : "baseline", .rep = rep + 1, .rt = i };
+			ph[i] = (struct dio_phase){ .name = i ? "test" : "baseline",
+						    .rep = rep + 1, .rt = i };
 			if ((r = dio_run_phase(&ph[i], fd, (int64_t)(s * 1e9), o->mitigate && i)))
-				return r == EINVAL ? kr_skip(129, "O_DIRECT writes fail with EINVAL")
+				return r == EINVAL ? kr_skip(129, "O_DIRECT writes: EINVAL")
 					: kr_error("%s phase: %s", ph[i].name, strerror(r));
-			/* never a verdict about a CPU that did not complete its own writes; where
-			 * they complete is the kernel's doing: 125 (a bisect skips it) */
+			/* the kernel's doing: 125, a bisect skips it */
 			if (irqs && !dio_irq_routed(&ph[i], (unsigned)cfg.iodepth))
-				return kr_skip(125, "the %s's %llu writes from CPU %d completed "
-					"elsewhere: disk IRQs %llu there of %llu", ph[i].name,
-					ph[i].done, ccpu, ph[i].irq_here, ph[i].irq_all);
+				return kr_skip(125, "%s: %llu writes from CPU %d completed "
+					"elsewhere (disk IRQs %llu there, %llu in all)", ph[i].name,
+					ph[i].done, cpu, ph[i].irq_here, ph[i].irq_all);
 		}
 		double wait_ms = ph[1].lat_max_us / 1000;
 		votes[rep] = dio_kworker_rule(ph[0].iops, ph[1].iops, o->threshold, wait_ms);
 		if (votes[rep] == KR_ERROR)
-			return kr_error("no write completed in the baseline phase");
+			return kr_error("no write completed in the baseline");
 		waited_ms = votes[rep] == KR_SKIP ? fmax(waited_ms, wait_ms) : waited_ms;
 		ratio += ph[1].iops / ph[0].iops / o->repeat;
 		if (dio_report)
 			dio_report(ph, irqs);
 		else
-			kr_say("baseline %.0f, test %.0f IOPS; longest wait %.0f ms", ph[0].iops,
-			       ph[1].iops, wait_ms);
+			kr_say("baseline %.0f, test %.0f IOPS; longest wait %.0f ms",
+			       ph[0].iops, ph[1].iops, wait_ms);
 	}
 
 	int npass, nfail;
 	enum kr_verdict v = kr_vote(votes, o->repeat, &npass, &nfail);
 	kr_measure("ratio", ratio);
 	if (v == KR_SKIP && waited_ms > 0)
-		return kr_inconclusive(ratio, "a write waited %.0f ms, until RT throttling: "
+		return kr_inconclusive(ratio, "a write waited %.0f ms, for RT throttling: "
 				       "the baseline is too slow to tell", waited_ms);
 	if (v == KR_SKIP)
 		return kr_inconclusive(ratio, "%d of %d repeats FAIL", nfail, o->repeat);
 	return kr_verdict(v, ratio, "test=%.0f baseline=%.0f IOPS cpu=%d", ph[1].iops,
-			  ph[0].iops, ccpu);
+			  ph[0].iops, cpu);
 }
 
 static const struct kr_prog prog = {
@@ -396,11 +391,28 @@ static const struct kr_prog prog = {
 
 static const struct kr_option options[] = {
 	KR_ARG_SIZE("size", cfg.size, 16ULL << 20, 64ULL << 30, "test file size (1G)"),
-	KR_ARG_CHOICE("extents", "unwritten|written", cfg.written,
+	KR_ARG_CUSTOM("extents", "unwritten|written",
 		      "fresh from fallocate() (default) or written first"),
 	KR_ARG_LONG("iodepth", "N", cfg.iodepth, 1, 256, "writes in flight (32)"),
 	{ .name = NULL }
 };
+
+static int written; /* --extents written: the full program's only */
+
+static int parse(int index, const char *arg)
+{
+	return index == 1 && (written = kr_parse_choice("--extents", arg,
+							"unwritten|written")) < 0 ? -1 : 0;
+}
+
+/* --extents written: each block written once before the phases */
+static int fill(int fd, const char *path)
+{
+	for (uint64_t off = 0; written && off < cfg.size; off += sizeof(bufs))
+		if (pwrite(fd, bufs, sizeof(bufs), (off_t)off) < 0)
+			return kr_error("filling %s: %s", path, strerror(errno));
+	return 0;
+}
 
 /* the report's environment and parameters (the mail form's are its constants) */
 static void describe(const struct statfs *fs, bool by_irq)
@@ -415,7 +427,7 @@ static void describe(const struct statfs *fs, bool by_irq)
 	       dev.name);
 	kr_params("file_mib=%llu extents=%s iodepth=%ld duration_s=%g repeat=%d "
 		  "completion_cpu=%d submitter_prio=%d mitigate=%s seed=%llu threshold=%g",
-		  (unsigned long long)(cfg.size >> 20), cfg.written ? "written" : "unwritten",
+		  (unsigned long long)(cfg.size >> 20), written ? "written" : "unwritten",
 		  cfg.iodepth, o->duration_s, o->repeat, dev.cpu, SUBMITTER_PRIO, o->mitigate ?
 		  "kworkers_fifo_45" : "no", o->seed ? o->seed : 0x5eed, o->threshold);
 	if (o->cpu >= 0)
@@ -499,10 +511,12 @@ int main(int argc, char **argv)
 			"Known: 6.18, ext4 on virtio-blk: 0.001-0.010; --mitigate 1.0-4.0.",
 		.example = "cd /mnt/disk && dio_kworker",
 		.options = options,
+		.parse = parse,
 		.validate = validate,
 		.causes = causes,
 	};
 	dio_describe = describe;
 	dio_report = report;
+	dio_fill = fill;
 	return kr_main(&prog, &cli, argc, argv);
 }
