@@ -149,19 +149,16 @@ static cpu_set_t *set_of(const struct kr_cpus *s, size_t *size)
 
 int kr_affinity_get(pid_t tid, struct kr_cpus *out)
 {
+	size_t size = CPU_ALLOC_SIZE(KR_MAX_CPUS); /* not smaller than the kernel's cpumask */
+	cpu_set_t *set = CPU_ALLOC(KR_MAX_CPUS);
+	int r = set ? sched_getaffinity(tid, size, set) : -1;
+
 	*out = (struct kr_cpus){ 0, NULL };
-	for (int n = 1024; n <= KR_MAX_CPUS; n *= 2) { /* as large as the kernel's cpumask */
-		size_t size = CPU_ALLOC_SIZE(n);
-		cpu_set_t *set = CPU_ALLOC(n);
-		int r = set ? sched_getaffinity(tid, size, set) : -1;
-		for (int c = 0; r == 0 && c < n; c++)
-			if (CPU_ISSET_S(c, size, set) && kr_cpus_add(out, c))
-				r = -1;
-		CPU_FREE(set);
-		if (r == 0 || errno != EINVAL)
-			return r ? -1 : out->n;
-	}
-	return -1;
+	for (int c = 0; r == 0 && c < KR_MAX_CPUS; c++)
+		if (CPU_ISSET_S(c, size, set) && kr_cpus_add(out, c))
+			r = -1;
+	CPU_FREE(set);
+	return r ? -1 : out->n;
 }
 
 int kr_affinity_set(pid_t tid, const struct kr_cpus *s)
@@ -217,14 +214,11 @@ int kr_cpus_and(const struct kr_cpus *a, const struct kr_cpus *b, struct kr_cpus
 /* sched_getaffinity() gives the mask and the active CPUs: offline ones (holes) are out */
 int kr_usable_cpus(struct kr_cpus *out)
 {
-	size_t size = sizeof(int) * (size_t)((start_aff.n + 63) / 64 * 64); /* as kr_cpus_add */
-
-	if (!start_aff.n)
-		return kr_affinity_get(0, out);
-	*out = (struct kr_cpus){ start_aff.n, malloc(size) };
-	if (!out->cpu)
-		return out->n = 0;
-	return memcpy(out->cpu, start_aff.cpu, sizeof(int) * (size_t)out->n), out->n;
+	*out = (struct kr_cpus){ 0, NULL };
+	for (int i = 0; i < start_aff.n; i++)
+		if (kr_cpus_add(out, start_aff.cpu[i]))
+			return kr_cpus_free(out), 0;
+	return start_aff.n ? out->n : kr_affinity_get(0, out);
 }
 
 int kr_cpu_pick_avoiding(const struct kr_cpus *usable, const struct kr_cpus *avoid, int want,
@@ -304,16 +298,14 @@ const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
 
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
 {
-	struct kr_cpus usable = { 0, NULL };
 	pthread_attr_t a;
 	size_t size;
 
 	/* unpinned means every usable CPU (the process affinity at start), not the caller's
 	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
-	if (cpu < 0)
-		kr_usable_cpus(&usable);
-	cpu_set_t *set = set_of(cpu < 0 ? &usable : &(struct kr_cpus){ 1, &cpu }, &size);
-	kr_cpus_free(&usable);
+	if (!start_aff.n)
+		kr_cpus_init();
+	cpu_set_t *set = set_of(cpu < 0 ? &start_aff : &(struct kr_cpus){ 1, &cpu }, &size);
 	if (!set)
 		return -1;
 	pthread_attr_init(&a);

@@ -94,13 +94,15 @@ struct kr_prog {
 	const char *name;		  /* "fibtest" */
 	unsigned flags;			  /* KR_NEEDS_ROOT | KR_OPT_... */
 	const char *metric, *unit;	  /* of the verdict: "efficiency", "" */
+	double duration_s, duration_max_s; /* the default, and the hard cap without --duration */
+#ifndef KR_MAIL /* the mail form has them as constants, and the rule in its first comment */
 	double threshold, threshold_min, threshold_max; /* the default, and its range */
 	/* FAIL lies below the threshold (else above): the verdict line's metric is on the
 	 * PASS side of it in a PASS, on the FAIL side in a FAIL */
 	bool fail_below;
 	const char *rule;		  /* "FAIL when efficiency <= threshold ..." */
-	double duration_s, duration_max_s; /* the default, and the hard cap without --duration */
 	int repeat;			  /* default --repeat (with KR_OPT_REPEAT) */
+#endif
 	/* The measurement. Returns an exit code from kr_verdict()/kr_skip()/kr_error(). */
 	int (*run)(const struct kr_opts *o);
 };

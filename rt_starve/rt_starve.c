@@ -2,18 +2,17 @@
 /*
  * Description: an RT task on the packet-processing CPU starves the network bottom half.
  *
- * The NET_RX softirq (the bottom half) runs at irq exit or, once deferred, in ksoftirqd/N,
- * a SCHED_OTHER kthread: an RT task busy on that CPU holds it off (Nutanix, 3.10 -> 5.10:
- * 90 ms stalls). 4cd13c21b207 ("softirq: Let ksoftirqd do its job", v4.9) defers every
- * softirq while ksoftirqd is runnable; its revert d15121be7485 (v6.5) runs them at irq
- * exit again. Starved on any kernel: threaded NAPI's napi/DEV-N (v5.12), backlog_napi/N
- * (v6.10, thread_backlog_napi or PREEMPT_RT), ksoftirqd with threadirqs or PREEMPT_RT.
+ * NET_RX (the bottom half) runs at irq exit or, once deferred, in ksoftirqd/N, SCHED_OTHER:
+ * an RT task busy on that CPU holds it off (Nutanix, 3.10 -> 5.10: 90 ms stalls).
+ * 4cd13c21b207 ("softirq: Let ksoftirqd do its job", v4.9) defers all softirqs while
+ * ksoftirqd is runnable; its revert d15121be7485 (v6.5) runs them at irq exit again.
+ * Starved on any kernel: threaded NAPI's napi/DEV-N (v5.12), backlog_napi/N (v6.10,
+ * thread_backlog_napi or PREEMPT_RT), ksoftirqd with threadirqs or PREEMPT_RT.
  *
- * A veth pair joins two network namespaces; a client on another CPU sends a UDP probe
- * every 5 ms to an echo server. The server veth's bottom half runs on the victim CPU, by
- * RPS (a burst makes the softirq wake ksoftirqd/N, as heavy traffic did) or threaded NAPI
- * (--trigger). A SCHED_FIFO loop owns the victim mid-repeat: probes sent then are
- * compared with the others.
+ * A client sends a UDP probe every 5 ms over a veth pair to an echo server; the server
+ * side's bottom half runs on the victim CPU, by RPS (a burst wakes ksoftirqd/N) or by
+ * threaded NAPI (--trigger). A SCHED_FIFO loop owns the victim mid-repeat: the probes
+ * sent then are compared with the others.
  */
 #include "krepro.h"
 
@@ -32,7 +31,7 @@
 #endif
 #define MS 1000000LL
 #define MAX_BH 16		/* bottom-half threads watched */
-#define MAX_PROBES 30002	/* --duration 30 s, a probe every 1 ms */
+#define MAX_PROBES 30002	/* 30 s, a probe every 1 ms */
 
 static struct {
 	int napi;			/* 1: threaded NAPI, 0: RPS, -1: NAPI with --trigger */
@@ -42,15 +41,14 @@ static struct {
 } cfg = { .napi = -1, .window_ns = 500 * MS, .interval_ns = 5 * MS, .prio = 50,
 	  .burst = 1000, .ratio = 10 };
 
-/* the full program's further report (NULL in the mail form): the lab (when -1), window
- * when, the end (0) */
+/* the full program's (NULL here): its knobs; its report (when -1 the lab, N window N) */
+static const char *const *env_knobs;
 static void (*report_more)(const struct kr_opts *o, int when);
 
 /* ---- the verdict rule (pure; unit-tested) ---- */
 
-/* A probe sent at `sent` is in the window from in_start (the burner's start ws, or the
- * burst's end + guard: not merely queued behind it) to the burner's end we; within guard
- * of either edge, or outstanding at ws, it counts nowhere. */
+/* IN: sent from in_start (the burner's start ws, or the burst's end + guard) to its end
+ * we; GUARD: within guard of either edge, or outstanding at ws */
 enum phase { PHASE_OUT, PHASE_GUARD, PHASE_IN };
 
 static enum phase probe_phase(int64_t sent, int64_t rtt, int64_t ws, int64_t in_start,
@@ -73,9 +71,8 @@ static struct rtt rtt_of(double *ms, int n, int sent, int got)
 	return (struct rtt){ sent, got, n, n ? st.median : NAN };
 }
 
-/* FAIL: the in-window median over limit and ratio x the one outside (starvation delays
- * every probe of the window, a VM's host stall a few on either side). SKIP: too few
- * samples (half inside, 10 outside). */
+/* FAIL: the in-window median over limit and ratio x the one outside; SKIP: samples of
+ * under half the probes in, or under 10 out */
 static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, double limit,
 				   double ratio)
 {
@@ -84,8 +81,8 @@ static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, 
 	return in->p50 > limit && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
 
-/* cpu's processed, dropped, time_squeeze in /proc/net/softnet_stat (the 13th column
- * since v5.10; before, rows are of online CPUs) */
+/* cpu's processed, dropped, time_squeeze in softnet_stat (before v5.10 no column 13, the
+ * cpu: rows are of online CPUs) */
 static int softnet_row(const char *text, int cpu, uint64_t v[3])
 {
 	unsigned long long x[3];
@@ -104,7 +101,7 @@ static struct {
 	bool napi, gso;		/* threaded NAPI; the burst socket takes UDP_SEGMENT */
 	int ns_c, ns_s, victim, other, echo_fd, probe_fd, burst_fd, nbh;
 	long chunk;		/* burst datagrams between two looks; 0: no burst */
-	char if_c[16], if_s[16];
+	char if_s[16];
 	pid_t bh[MAX_BH];	/* the bottom half's threads */
 } lab;
 
@@ -116,94 +113,89 @@ static void softnet(uint64_t v[3])
 	free(text);
 }
 
-/* a thread's context switches, voluntary or not: they grow when it runs */
+/* a thread's context switches: they grow when it runs */
 static long switches(pid_t tid)
 {
 	char path[64], text[16384], *p = text;
 	long n = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	while (kr_read_file(path, text, sizeof(text)) > 0 && (p = strstr(p, "ctxt_switches:")))
-		n += atol(p += 14);
+	if (kr_read_file(path, text, sizeof(text)) > 0)
+		while ((p = strstr(p, "ctxt_switches:"))) /* voluntary_, nonvoluntary_ */
+			n += atol(p += 14);
 	return n;
 }
 
-/* a UDP socket in namespace ns bound to 10.201.0.a:port (a 0: any), sending to
- * 10.201.0.peer:7007 (peer 255: the limited broadcast, port 7009) */
-static int udp(int ns, int a, int port, int peer)
+/* a UDP socket in ns on 10.201.0.a:port (a 0: any), connected to 10.201.0.peer:to (peer 0:
+ * not connected, 255: the limited broadcast) */
+static int udp(int ns, unsigned a, int port, unsigned peer, int to)
 {
-	struct sockaddr_in sa = { AF_INET, htons((uint16_t)port), { 0 }, { 0 } };
+	struct sockaddr_in sa = { AF_INET, htons((uint16_t)port), { a ? htonl(0x0ac90000 | a) : 0 },
+				  { 0 } };
 	int fd = kr_netns_socket(ns, AF_INET, SOCK_DGRAM, 0), one = 1;
 
-	sa.sin_addr.s_addr = a ? htonl(0x0ac90000 | (unsigned)a) : 0;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		return -1;
-	sa.sin_addr.s_addr = peer == 255 ? INADDR_BROADCAST : htonl(0x0ac90000 | (unsigned)peer);
-	sa.sin_port = htons(peer == 255 ? 7009 : 7007);
+	sa.sin_addr.s_addr = htonl(peer == 255 ? INADDR_BROADCAST : 0x0ac90000 | peer);
+	sa.sin_port = htons((uint16_t)to);
 	return !peer || !connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? fd : -1;
 }
 
-/* The veth pair, its bottom half on the victim, the sockets: 0, or an exit code. */
+/* the veth pair, its bottom half on the victim, the sockets: 0, or an exit code */
 static int lab_build(void)
 {
-	char path[96], v[KR_CPUMASK_LEN];
+	char path[96], v[KR_CPUMASK_LEN], if_c[16];
 	int r = 0, small = 4096, seg = 1400, big = 64 << 20;
 	uint64_t backlog = 1000;
 
 	if ((lab.ns_c = kr_netns_new()) < 0 || (lab.ns_s = kr_netns_new()) < 0)
 		return kr_skip(125, "needs network namespaces: %s", strerror(errno));
-	snprintf(lab.if_c, 16, "kr%xc", (unsigned)getpid());
+	snprintf(if_c, 16, "kr%xc", (unsigned)getpid());
 	snprintf(lab.if_s, 16, "kr%xs", (unsigned)getpid());
-	if (kr_veth_create(lab.ns_c, lab.if_c, "10.201.0.1/24", lab.ns_s, lab.if_s,
-			   "10.201.0.2/24"))
+	if (kr_veth_create(lab.ns_c, if_c, "10.201.0.1/24", lab.ns_s, lab.if_s, "10.201.0.2/24"))
 		return errno == EOPNOTSUPP || errno == ENOENT
 			       ? kr_skip(125, "needs veth (CONFIG_VETH): %s", strerror(errno))
 			       : kr_error("cannot create the veth pair: %s", strerror(errno));
 	snprintf(path, sizeof(path), "class/net/%s/threaded", lab.if_s);
 	if (lab.napi) {
 		/* GRO on: UDP takes the peer's NAPI path only when the sender has no TSO */
-		if (kr_netns_sysfs_read(lab.ns_s, path, v, sizeof(v)))
-			return kr_skip(125, "needs threaded NAPI (v5.12): no %s", path);
-		if (kr_netns_ethtool(lab.ns_c, lab.if_c, &(struct ethtool_value){ ETHTOOL_STSO, 0 }) ||
+		if (kr_netns_ethtool(lab.ns_c, if_c, &(struct ethtool_value){ ETHTOOL_STSO, 0 }) ||
 		    kr_netns_ethtool(lab.ns_s, lab.if_s, &(struct ethtool_value){ ETHTOOL_SGRO, 1 }) ||
 		    kr_netns_sysfs_write(lab.ns_s, path, "1"))
-			return kr_skip(125, "no threaded NAPI on veth (v5.13): %s", strerror(errno));
+			return kr_skip(125, "needs threaded NAPI on veth (v5.13): %s", strerror(errno));
 		snprintf(path, sizeof(path), "napi/%.9s-*", lab.if_s); /* comm: 15 characters */
-		if ((lab.nbh = kr_find_kthreads(path, lab.bh, MAX_BH)) <= 0)
-			return kr_skip(125, "no %s thread (veth NAPI: v5.13)", path);
-		for (int i = 0; i < lab.nbh; i++) /* they die with the namespace: no undo */
-			if (kr_pin(lab.bh[i], lab.victim))
-				return kr_error("cannot pin %d: %s", (int)lab.bh[i], strerror(errno));
 	} else {
-		/* every rx queue (a new veth has one, rx-0, on 5.10-6.18) */
 		snprintf(path, sizeof(path), "class/net/%s/queues/rx-*/rps_cpus", lab.if_s);
 		if (kr_netns_sysfs_write(lab.ns_s, path, kr_cpus_mask(&(struct kr_cpus){
 				 1, &lab.victim }, 0, v, sizeof(v))))
 			return errno == EINVAL ? kr_skip(129, "RPS refuses CPU %d (isolated?)",
 							 lab.victim)
 					       : kr_skip(125, "needs RPS: %s", strerror(errno));
-		snprintf(path, sizeof(path), "ksoftirqd/%d", lab.victim);
-		if (kr_find_kthreads(path, lab.bh, 1) != 1)
-			return kr_skip(125, "no %s thread", path);
-		/* v6.10+: the RPS backlog's thread, where it has one */
+		/* v6.10+: the RPS backlog's thread, where there is one */
 		snprintf(path, sizeof(path), "backlog_napi/%d", lab.victim);
-		lab.nbh = 1 + (kr_find_kthreads(path, lab.bh + 1, 1) == 1);
+		lab.nbh = kr_find_kthreads(path, lab.bh + 1, 1) == 1;
+		snprintf(path, sizeof(path), "ksoftirqd/%d", lab.victim);
 	}
-	/* the burst: a limited broadcast out of the veth to 8 sinks never read: the victim
-	 * segments each datagram 8 times, and drops the segments */
-	lab.echo_fd = udp(lab.ns_s, 2, 7007, 0);
-	lab.probe_fd = udp(lab.ns_c, 1, 0, 2);
-	lab.burst_fd = udp(lab.ns_c, 1, 0, 255);
+	if ((r = kr_find_kthreads(path, lab.bh, lab.napi ? MAX_BH : 1)) <= 0)
+		return kr_skip(125, "no %s thread", path);
+	lab.nbh += r;
+	for (int i = 0; lab.napi && i < lab.nbh; i++) /* they die with the namespace: no undo */
+		if (kr_pin(lab.bh[i], lab.victim))
+			return kr_error("cannot pin %d: %s", (int)lab.bh[i], strerror(errno));
+	/* the burst: a broadcast to 8 sinks never read (the victim segments, then drops) */
+	lab.echo_fd = udp(lab.ns_s, 2, 7007, 1, 7008);
+	lab.probe_fd = udp(lab.ns_c, 1, 7008, 2, 7007);
+	lab.burst_fd = udp(lab.ns_c, 1, 0, 255, 7009);
 	for (int i = 0; i < 8 && r >= 0; i++)
-		r = setsockopt(udp(lab.ns_s, 0, 7009, 0), SOL_SOCKET, SO_RCVBUF, &small, 4);
+		r = setsockopt(udp(lab.ns_s, 0, 7009, 0, 0), SOL_SOCKET, SO_RCVBUF, &small, 4);
 	if (r < 0 || lab.echo_fd < 0 || lab.probe_fd < 0 || lab.burst_fd < 0)
 		return kr_error("lab sockets: %s", strerror(errno));
 	setsockopt(lab.burst_fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
 	lab.gso = !setsockopt(lab.burst_fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
-	/* 2 datagrams of 44 segments between looks; without UDP GSO (< 4.18) 44 datagrams,
-	 * at most a quarter of the backlog. A backlog thread needs no burst to wake. */
+	/* a chunk: 2 datagrams of 44 segments; without UDP GSO (< 4.18) 44 datagrams, at most
+	 * backlog/4. A backlog thread needs no burst to wake. */
 	kr_read_u64("/proc/sys/net/core/netdev_max_backlog", &backlog);
 	lab.chunk = lab.napi || lab.nbh > 1 || !cfg.burst ? 0 : lab.gso ? 2
 		    : backlog < 176 ? (long)backlog / 4 + 1 : 44;
@@ -218,14 +210,11 @@ static struct {
 	struct { int64_t sent, rtt; enum phase ph; } p[MAX_PROBES]; /* ns; rtt < 0: no echo */
 } c;
 
-/* A probe (number, send time) every interval from t0 to t_end; serves the echo server too;
- * collects the echoes until all came back or 300 ms more passed (no RX timestamp: on the
- * NAPI path it is taken after the stall). */
+/* A probe (number, send time) every interval from t0 to t_end; the echo server too; the
+ * echoes until all came back or 300 ms passed (no RX timestamp: NAPI's is after the stall) */
 static void *client_main(void *arg)
 {
 	int64_t next = c.t0, drain = c.t_end + 300 * MS, m[2];
-	struct sockaddr_in from;
-	socklen_t fl = sizeof(from);
 	int pending = 0;
 
 	for (;;) {
@@ -243,9 +232,8 @@ static void *client_main(void *arg)
 				       wait > 0 ? wait % 1000000000 : 0 };
 		struct pollfd pfd[2] = { { lab.echo_fd, POLLIN, 0 }, { lab.probe_fd, POLLIN, 0 } };
 		ppoll(pfd, 2, &ts, NULL);
-		while (recvfrom(lab.echo_fd, m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&from,
-				&fl) == sizeof(m))
-			sendto(lab.echo_fd, m, sizeof(m), 0, (struct sockaddr *)&from, fl);
+		while (recv(lab.echo_fd, m, sizeof(m), MSG_DONTWAIT) == sizeof(m))
+			send(lab.echo_fd, m, sizeof(m), 0);
 		while (recv(lab.probe_fd, m, sizeof(m), MSG_DONTWAIT) == sizeof(m))
 			if (m[0] >= 0 && m[0] < c.n && c.p[m[0]].sent == m[1] && c.p[m[0]].rtt < 0)
 				c.p[m[0]].rtt = kr_now_ns() - m[1], pending--;
@@ -255,7 +243,7 @@ static void *client_main(void *arg)
 static struct {
 	int64_t deadline;
 	_Atomic int64_t started, ended;
-	atomic_bool stolen, stop;	/* the canary saw the burner's CPU; it must stop */
+	atomic_bool stolen, stop;	/* the canary ran in the window; it must stop */
 	int fired;			/* the watchdog stopped the burner (-1: none armed) */
 } b;
 
@@ -271,8 +259,7 @@ static void *burner_main(void *arg)
 	return arg;
 }
 
-/* SCHED_IDLE on the victim: it runs there only when no other task can. If it runs while
- * the burner burns, RT throttling (an RT budget below the window) stopped the burner. */
+/* on the victim: it runs while the burner burns only if RT throttling stopped it */
 static void *canary_main(void *arg)
 {
 	kr_set_sched(0, SCHED_IDLE, 0);
@@ -284,9 +271,9 @@ static void *canary_main(void *arg)
 
 static struct {
 	struct rtt in, out;
-	int polls[MAX_BH], runnable[MAX_BH];	/* of each thread's state, every 1 ms */
+	int polls[MAX_BH], runnable[MAX_BH];	/* each thread's state, every 1 ms */
 	bool ran[MAX_BH], woken;
-	uint64_t net[3];			/* the victim's NET_RX, as softnet_row() */
+	uint64_t net[3];			/* the victim's, as softnet_row() */
 	long burst;				/* datagrams sent */
 	int64_t ws, burst_end;			/* the burner's start, the burst's end */
 	const char *stop;			/* why the burst ended */
@@ -308,7 +295,7 @@ static int measure(const struct kr_opts *o)
 	memset(&w, 0, sizeof(w));
 	memset(&b, 0, sizeof(b));
 	c.n = 0, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
-	/* after an error the process ends; the client, 0.3 s after its last probe */
+	/* on an error the process ends; the client 0.3 s after its last probe */
 	if (kr_thread_start(&ct, lab.other, SCHED_OTHER, 0, client_main, NULL) ||
 	    kr_thread_start(&kt, lab.victim, SCHED_OTHER, 0, canary_main, NULL))
 		return kr_error("thread: %s", strerror(errno));
@@ -321,10 +308,8 @@ static int measure(const struct kr_opts *o)
 		kr_sleep_ns(100000);
 	for (int i = 0; i < lab.nbh; i++)
 		sw0[i] = switches(lab.bh[i]);
-	/* Watch the threads while the burner owns the CPU. First the burst forces the deferral
-	 * as heavy traffic did (a tick in the softirq's work with more pending ends its budget,
-	 * a jiffy or 10 rounds: it wakes ksoftirqd/N), in chunks until ksoftirqd/N runs or is
-	 * runnable, the victim drops packets, --burst or a fifth of the window. */
+	/* Watch the threads while the burner runs. RPS: a burst (a softirq round past its budget
+	 * wakes ksoftirqd/N) until it ran or is runnable, drops, --burst or window/5 */
 	while ((now = kr_now_ns()) < b.deadline - 2 * MS) {
 		for (long k = 0; !w.stop && k < lab.chunk && tried < most; k++, tried++)
 			w.burst += send(lab.burst_fd, buf, lab.gso ? sizeof(buf) : 1200,
@@ -357,8 +342,7 @@ static int measure(const struct kr_opts *o)
 	we = atomic_load(&b.ended);
 	for (int i = 0; i < c.n; i++) {
 		int64_t sent = c.p[i].sent, rtt = c.p[i].rtt;
-		/* lost while the victim dropped packets (its backlog was full): held at least
-		 * until the burner ended */
+		/* lost while the victim dropped packets: held until the burner ended */
 		double ms = (double)(rtt >= 0 ? rtt : w.net[1] ? we - sent : 0) / 1e6;
 		c.p[i].ph = probe_phase(sent, rtt, w.ws, w.burst_end ? w.burst_end + guard : w.ws,
 					we, guard);
@@ -391,22 +375,22 @@ static int run(const struct kr_opts *o)
 	if (r < 0 || lab.other < 0)
 		return kr_skip(129, "needs 2 usable CPUs (victim, client): %s",
 			       kr_cpus_unusable(why, sizeof(why)));
-	/* the burner and its SCHED_FIFO 99 watchdog (b.stop set: the canary returns) */
+	/* may we start the burner's watchdog, at SCHED_FIFO 99? (b.stop: the canary returns) */
 	atomic_store(&b.stop, true);
 	if (kr_thread_start(&t, -1, SCHED_FIFO, 99, canary_main, NULL))
 		return errno == EPERM ? kr_skip(129, "SCHED_FIFO refused: needs CAP_SYS_NICE and "
 						"RT time (cpu.rt_runtime_us)")
 				      : kr_error("SCHED_FIFO thread: %s", strerror(errno));
 	pthread_join(t, NULL);
-	kr_env_standard((const char *const[]){ "group:rt_throttling", "group:thread_policies",
-		"sysctl:net.core.netdev_budget", "sysctl:net.core.netdev_budget_usecs",
-		"sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ", "config:CONFIG_PREEMPT_RT",
-		NULL });
-	kr_params("path=%s cpu=%d window=%lldms interval=%.1fms duration=%.2fs prio=%ld "
-		  "threshold=%.1fms ratio=%.1f repeat=%d mitigate=%s burst=%ld",
-		  lab.napi ? "napi" : "ksoftirqd", lab.victim, (long long)(cfg.window_ns / MS),
+	kr_env_standard(env_knobs);
+	kr_params("path=%s cpu=%d mitigate=%s", lab.napi ? "napi" : "ksoftirqd", lab.victim,
+		  o->mitigate ? "yes" : "no");
+#ifndef KR_MAIL /* the mail form has them as constants on its top */
+	kr_params("window=%lldms interval=%.1fms duration=%.2fs prio=%ld threshold=%.1fms "
+		  "ratio=%.1f repeat=%d burst=%ld", (long long)(cfg.window_ns / MS),
 		  (double)cfg.interval_ns / 1e6, o->duration_s, cfg.prio, o->threshold, cfg.ratio,
-		  o->repeat, o->mitigate ? "yes" : "no", cfg.burst);
+		  o->repeat, cfg.burst);
+#endif
 	if ((r = lab_build()))
 		return r;
 	if (kr_pin(0, lab.other))
@@ -416,8 +400,8 @@ static int run(const struct kr_opts *o)
 	for (int i = 0; o->mitigate && i < lab.nbh; i++) /* the fix: above the burner */
 		if (kr_journal_sched(lab.bh[i], SCHED_FIFO, (int)cfg.prio + 1))
 			return kr_error("cannot raise %d: %s", (int)lab.bh[i], strerror(errno));
-	/* windows where nothing was woken or the burner was throttled do not count: another
-	 * one, until repeat counted, 2 x repeat + 1 tried or 2.2 x their time passed */
+	/* a window without a wakeup or with the burner throttled does not count: another,
+	 * until repeat counted, 2 x repeat + 1 tried or 2.2 x their time passed */
 	end = kr_now_ns() + (int64_t)(2.2 * o->repeat * (double)(dur + 100 * MS));
 	kr_say("\nRTT ms      p50 in   out   lost in  NET_RX skbs drop sq");
 	while (n < o->repeat && tries < 2 * o->repeat + 1 &&
@@ -591,6 +575,11 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
-	report_more = report_full;
+	static const char *const knobs[] = { "group:rt_throttling", "group:thread_policies",
+		"sysctl:net.core.netdev_budget", "sysctl:net.core.netdev_budget_usecs",
+		"sysctl:net.core.netdev_max_backlog", "config:CONFIG_HZ", "config:CONFIG_PREEMPT_RT",
+		NULL };
+
+	env_knobs = knobs, report_more = report_full;
 	return kr_main(&prog, &cli, argc, argv);
 }

@@ -59,4 +59,44 @@ out = export.set_initializer(CFG, "cfg.pages", "PAGES")
 check("{ .pages = PAGES, .size = 0 }" in out, f"a field not initialized: {out!r}")
 out = export.set_initializer(CFG, "cfg.size", "SIZE")
 check("{ .size = SIZE}" in out, f"a field initialized: {out!r}")
+# foreign(): the text as another architecture's compiler takes it, as far as the file's
+# own conditionals go; KR_MAIL and other conditionals untouched
+ARCH = """#include <stdlib.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+#ifdef __aarch64__
+int on_arm;
+#else
+int not_arm;
+#endif
+#ifndef KR_MAIL
+int full;
+#endif
+"""
+other = export.foreign(ARCH)
+check("x86intrin" not in other and "not_arm" in other and "on_arm" not in other,
+      "foreign(): %r" % other)
+check("#ifndef KR_MAIL\nint full;\n#endif" in other, "foreign() resolved KR_MAIL: %r" % other)
+# the program's struct kr_prog initializer keeps only what the mail form's struct has
+# (krepro.h with KR_MAIL): the rule is in the form's first comment, the threshold a constant
+HDR = open(os.path.join(TOP, "lib", "krepro.h")).read()
+fields = export.prog_fields(HDR)
+check({"name", "flags", "metric", "unit", "duration_s", "duration_max_s", "run"} <= fields
+      and not fields & {"rule", "threshold", "threshold_max", "fail_below", "repeat"},
+      "prog_fields(): %s" % sorted(fields))
+PROG = """static const struct kr_prog prog = {
+	.name = "x", .threshold = f(1, 2), .rule = "a, b"
+		"c",
+	.duration_s = 1, .run = run,
+};
+int after = 1;
+"""
+got = export.drop_prog_fields(PROG, fields)
+check(got == """static const struct kr_prog prog = {
+	.name = "x",
+	.duration_s = 1, .run = run,
+};
+int after = 1;
+""", "drop_prog_fields(): %r" % got)
 finish()
