@@ -37,9 +37,8 @@ static struct {
 	int pages;	/* 0 hugetlb, 1 thp */
 } cfg = { .size = 0, .pages = 0 };
 
-/* the rule (unit tested). ratio: each pass's kernel GiB/s / rep stosb GiB/s, sorted
- * here: a pass lies within one of the host memory's phases of seconds, the best kernel
- * pass over the best rep stosb pass did not (0.60-0.95 between runs) */
+/* the rule (unit tested): the median of each pass's kernel GiB/s / rep stosb GiB/s (a
+ * pass lies within one phase of the host's memory; best over best did not) */
 static enum kr_verdict clearing_rule(double *ratio, int n, double threshold,
 				     double *clearing)
 {
@@ -59,8 +58,8 @@ static struct pass {
 static int npasses;
 static int (*report)(uint64_t size, int cpu); /* the full program's CSV, tables */
 
-/* the kernel clears fresh memory on a write to each 2 MiB page's first byte (with
- * --mitigate its last), then rep stosb and movnti store over it */
+/* a write to each 2 MiB page's first byte (--mitigate: last) has the kernel clear it;
+ * then rep stosb and movnti over the same memory */
 static int pass(const struct kr_opts *o, uint64_t size, struct pass *ps)
 {
 	bool thp = cfg.pages == 1;
@@ -116,30 +115,29 @@ static int run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "the CPU is emulated (QEMU TCG): no "
 			       "caches for the clearing order to show in");
 	if (!cfg.pages && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS, "
-			       KR_HPAGE_POOL ")");
+		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)");
 	if (cfg.pages && (!*thp || strstr(thp, "[never]")))
-		return kr_skip(KR_EXIT_SKIP, *thp ? "THP is disabled (transparent_hugepage/"
-			       "enabled is never)" : "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
+		return kr_skip(KR_EXIT_SKIP, "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)");
 	/* what fits the time budget: the cold pass and MIN_PASSES, two clears each */
 	if ((r = kr_mem_budget(&size, 512ULL << 20, 16ULL << 20, kr_clear_s_per_gib(true),
 			       2 * (1 + MIN_PASSES), budget)))
 		return r;
 	if (kr_pin(0, cpu) < 0)
 		return kr_error("cannot run on CPU %d: %s", cpu, strerror(errno));
+#ifndef KR_MAIL /* the mail form's constants are on top */
 	kr_params("pages=%s size=%.2fGiB cpu=%d fault=%s repeat=%d", cfg.pages ? "thp" :
 		  "hugetlb", size / GIB, cpu, o->mitigate ? "last_byte" : "first_byte",
 		  o->repeat);
+#endif
 	if (!cfg.pages && kr_hugetlb_reserve(size / HPAGE) < 0)
-		return errno != ENOMEM ? kr_error("cannot raise vm.nr_hugepages: %s",
-						  strerror(errno)) :
+		return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
 		       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve %llu 2 MiB huge pages "
 			       "(memory fragmented)", (unsigned long long)(size / HPAGE));
 	if ((r = pass(o, size, passes)))
 		return r;
 	if (passes[0].huge < 0.9)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs (memory "
-			       "fragmented)", 100 * passes[0].huge);
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs",
+			       100 * passes[0].huge);
 	while (npass < PASSES * o->repeat && (npass < MIN_PASSES || (double)(kr_now_ns() -
 	       start + last) / 1e9 < budget) && ndisturbed < PASSES * o->repeat) {
 		struct pass *p = &passes[npasses];

@@ -2,17 +2,14 @@
 /*
  * Description: parallel, NUMA-aware clearing of large memory against one thread (ktask).
  *
- * The kernel zeroes memory at fault time (folio_zero_user) in the faulting thread: 100
- * GiB of huge pages took 41 s on one thread in the ktask RFC (Daniel Jordan, 2017; 2.0x
- * at 2 threads, 10x at 16), never merged. So a process clears in parallel itself:
- * threads fault in disjoint chunks (MADV_POPULATE_WRITE, 5.14, or a touch), each on its
- * chunk's node. That scales unless the kernel serialises them: hugetlbfs_fallocate()
- * holds inode_lock for the whole call (--trigger: chunks of ONE hugetlbfs file from
- * every thread). Metric: the gain (speedup(N) - 1) / (ideal(N) - 1) at the most threads
- * with a CPU each, ideal(N) = min(N, rep stosb GiB/s at N threads / kernel GiB/s at 1):
- * ~0 when serialised, whatever the host's memory bandwidth wall.
- * KVM guests hand freed memory to the host (free page reporting), slow to re-fault:
- * each kind is warmed up once, then its timed passes run back to back.
+ * The kernel zeroes memory at fault time (folio_zero_user) in the faulting thread: the
+ * ktask RFC (Daniel Jordan, 2017; never merged) took 41 s for 100 GiB of huge pages on
+ * one thread, 2.0x less on 2, 10x on 16. So a process clears in parallel itself: threads
+ * fault in disjoint chunks (MADV_POPULATE_WRITE, 5.14), each on its chunk's node. That
+ * scales unless the kernel serialises them: hugetlbfs_fallocate() holds inode_lock for
+ * the whole call (--trigger: chunks of ONE hugetlbfs file from every thread).
+ * A KVM guest hands freed memory to the host (free page reporting), slow to re-fault:
+ * each page kind is warmed up once, then its timed passes run back to back.
  */
 #include "krepro.h"
 
@@ -29,16 +26,16 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define HUGE_2MB (21 << 26) /* MAP_HUGE_2MB, MFD_HUGE_2MB: whatever the default size */
+#define HUGE_2MB (21 << 26) /* MAP_HUGE_2MB, MFD_HUGE_2MB */
 #define HPAGE (2ULL << 20)
 #define GIB (1024.0 * 1024 * 1024)
 #define MAX_THREADS 256
-#define MAX_POINTS 10  /* 1, 2, 4 .. 256 and a last one that is no power of two */
-#define MAX_PARTS 64   /* NUMA nodes with memory */
+#define MAX_POINTS 10 /* 1, 2, 4 .. 256 and one more */
+#define MAX_PARTS 64  /* NUMA nodes with memory */
 #define MAX_REPEAT 100
 #define MAX_DELAY 0.10 /* workers waited longer for a CPU: other tasks, no vote */
-#define MIN_IDEAL 1.25 /* less speedup on offer: serialised and parallel look alike */
-#define NO_IDEAL 1.05 /* less: no gain, (speedup - 1) / (ideal - 1) is noise / ~0 */
+#define MIN_IDEAL 1.25 /* less gain on offer: serialised and parallel look alike */
+#define NO_IDEAL 1.05  /* less: the gain is noise / ~0 */
 #define PASSES 2       /* per point and repeat (A B A B); the fastest counts */
 
 enum kind { K_HUGETLB, K_THP, K_4K, NKINDS };
@@ -46,27 +43,25 @@ static const char *const kind_names[NKINDS] = { "hugetlb", "thp", "4k" };
 enum method { M_POPULATE, M_TOUCH, M_FALLOCATE };
 static const char *const method_names[] = { "populate", "touch", "fallocate" };
 
-/* size 0: 512 MiB or what fits the time budget; threads 0: the usable CPUs; pages: 0
- * all, 1 hugetlb, 2 thp, 3 4k; -1 all (--trigger: hugetlb); method -1: populate
- * (--trigger: fallocate) */
+/* 0: 512 MiB or what fits the time budget; the usable CPUs. pages: 1-3 one kind, 0 all,
+ * -1 all (--trigger: hugetlb). method -1: populate (--trigger: fallocate) */
 static struct {
 	uint64_t size, chunk;
 	long threads;
 	int pages, method;
 } cfg = { .size = 0, .chunk = 16ULL << 20, .threads = 0, .pages = -1, .method = -1 };
 
-/* the full program's CSV, tables and notes (set in main(); NULL in the mail form) */
+/* the full program's CSV, tables and notes (main() sets them; NULL in the mail form) */
 static struct {
-	int (*start)(void);
-	void (*pass)(enum kind k, int n, int rep, int pass, const double t[2], double delay);
-	void (*kind)(enum kind k, int judged);
+	int (*start)(unsigned kinds);
+	void (*pass)(int kind, int point, int rep, int pass);
+	void (*kind)(int kind, int nrep, int judged);
 	void (*run)(void);
 } full;
 
 /* ---- the rules (unit tested) ---- */
 
-/* The speedup the machine can give n threads of kernel clearing that take t1 s on one:
- * n, unless n threads of rep stosb (mn s) hit the bandwidth wall first; never below 1. */
+/* n threads' speedup, unless rep stosb (mn s at n threads) hits the bandwidth wall first */
 static double ideal_speedup(double t1, double mn, int n)
 {
 	return mn > 0 && isfinite(mn) ? fmax(1, fmin(n, t1 / mn)) : n;
@@ -78,9 +73,7 @@ static bool repeat_judged(double t1, double tn, double delay)
 	return t1 > 0 && tn > 0 && isfinite(t1) && isfinite(tn) && delay <= MAX_DELAY;
 }
 
-/* gain = (speedup - 1) / (ideal - 1): the share of the gain the machine offers that the
- * threads got; serialised ~0, parallel ~1 whatever ideal is. FAIL below the threshold;
- * SKIP where ideal < MIN_IDEAL: too little gain on offer to tell the two apart. */
+/* gain = (speedup - 1) / (ideal - 1): serialised ~0, parallel ~1 whatever ideal is */
 static enum kr_verdict ktask_rule(double t1, double tn, double mn, int n, double threshold,
 				  double *gain)
 {
@@ -110,17 +103,19 @@ static int thread_points(int max, int *pts)
 /* ---- the workers ---- */
 
 static struct {
-	char *base, *map; /* the region; map: with the THP alignment slack */
-	int fd;		  /* fallocate's hugetlbfs memfd */
-	uint64_t size, chunk, maplen, stride;
+	char *base, *map; /* map: with the THP alignment slack */
+	int fd;		  /* fallocate's hugetlbfs file */
+	uint64_t size, chunk, stride;
 	enum method method;
-	bool clear;	  /* this pass: the kernel clears, else rep stosb */
+	bool clear; /* the kernel clears, else rep stosb */
 	int nparts, node[MAX_PARTS];
-	uint64_t end[MAX_PARTS]; /* chunk index where NUMA part i ends */
+	uint64_t end[MAX_PARTS]; /* the chunk where NUMA part i ends */
 	_Atomic uint64_t next[MAX_PARTS];
 	pthread_barrier_t go;
 	_Atomic int err;
-	double delay; /* of the last clear: the workers' share of it waiting for a CPU */
+	/* the last cycle: clear and rep stosb s, the share of the clear that workers waited
+	 * for a CPU, the share of THP */
+	double t[2], delay, huge;
 } job;
 
 static struct worker { int part; pthread_t th; uint64_t wait_ns; int64_t t0, t1; }
@@ -169,7 +164,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* One timed pass with n workers, thread start not timed: seconds, or -1 with errno */
+/* One pass of n workers, first start to last end: seconds, or -1 with errno */
 static double run_pass(bool clear, int n)
 {
 	int64_t t0 = INT64_MAX, t1 = 0;
@@ -188,7 +183,7 @@ static double run_pass(bool clear, int n)
 		}
 	}
 	pthread_barrier_wait(&job.go);
-	for (int i = 0; i < n; i++) { /* first start to last end */
+	for (int i = 0; i < n; i++) {
 		pthread_join(wk[i].th, NULL);
 		t0 = wk[i].t0 < t0 ? wk[i].t0 : t0;
 		t1 = wk[i].t1 > t1 ? wk[i].t1 : t1;
@@ -202,149 +197,116 @@ static double run_pass(bool clear, int n)
 
 /* ---- the measurement ---- */
 
-/* Fresh memory of kind k: the kernel clears it with n threads (t[0] s), then rep stosb
- * over it (t[1] s). *huge: the share of THP. 0 or an exit code. */
-static int cycle(enum kind k, int n, double t[2], double *huge)
+/* Fresh memory of kind k: the kernel clears it with n threads, then rep stosb over it
+ * (job.t). fallocate: of one hugetlbfs file, then mapped for rep stosb. 0 or an exit code. */
+static int cycle(int k, int n)
 {
-	bool fa = job.method == M_FALLOCATE; /* one hugetlbfs file: fallocate() brings pages */
-	uint64_t b = 0;
+	bool fa = job.method == M_FALLOCATE;
+	int flags = fa ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS |
+		    (k == K_HUGETLB ? MAP_HUGETLB | HUGE_2MB : 0);
+	uint64_t b = 0, maplen = job.size + (k == K_THP ? HPAGE : 0); /* THP: 2 MiB aligned */
 
 	job.stride = k == K_4K ? 4096 : HPAGE;
-	job.maplen = job.size + (k == K_THP ? HPAGE : 0); /* THP needs 2 MiB alignment */
 	job.fd = fa ? memfd_create("krepro-ktask_bench", MFD_HUGETLB | HUGE_2MB | MFD_CLOEXEC) : -1;
-	job.map = fa ? NULL : mmap(NULL, job.maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-				   MAP_ANONYMOUS | (k == K_HUGETLB ? MAP_HUGETLB | HUGE_2MB : 0), -1, 0);
+	job.map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, flags, job.fd, 0);
 	job.base = k != K_THP ? job.map : (char *)(((uintptr_t)job.map + HPAGE - 1) & ~(HPAGE - 1));
-	if ((fa && job.fd < 0) || job.map == MAP_FAILED || (k != K_HUGETLB && madvise(job.base,
-	    job.size, k == K_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0))
+	if (job.map == MAP_FAILED || (k != K_HUGETLB && madvise(job.base, job.size,
+	    k == K_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0))
 		return kr_error("cannot map %s pages: %s", kind_names[k], strerror(errno));
 	for (int p = 0; numa_ok && !fa && p < job.nparts; p++) { /* each part on its node */
 		uint64_t e = job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
 		numa_tonode_memory(job.base + b, (size_t)(e - b), job.node[p]);
 		b = e;
 	}
-	if ((t[0] = run_pass(true, n)) < 0)
-		return kr_error("clearing %s pages (%s): %s", kind_names[k],
-				method_names[job.method], strerror(errno));
-	*huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *
-				   1024.0 / (double)job.size;
-	if (fa) { /* map the file, its pages cleared, for rep stosb */
-		job.map = job.base = mmap(NULL, job.size, PROT_READ | PROT_WRITE, MAP_SHARED,
-					  job.fd, 0);
-		if (job.map == MAP_FAILED || madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0)
-			return kr_error("mapping the hugetlb file: %s", strerror(errno));
-	}
-	if ((t[1] = run_pass(false, n)) < 0)
+	if ((job.t[0] = run_pass(true, n)) < 0)
+		return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
+	job.huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *
+				    1024.0 / (double)job.size;
+	if ((fa && madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0) ||
+	    (job.t[1] = run_pass(false, n)) < 0)
 		return kr_error("rep stosb: %s", strerror(errno));
-	munmap(job.map, job.maplen);
+	munmap(job.map, maplen);
 	if (fa)
 		close(job.fd);
 	return 0;
 }
 
-/* per kind, point and repeat: clear and rep stosb s (the fastest passes), and the run
- * delay share of that clear */
-static double tm[NKINDS][2][MAX_POINTS][MAX_REPEAT], dl[NKINDS][MAX_POINTS][MAX_REPEAT];
-static double huge_min[NKINDS]; /* the lowest share of THP seen */
-static int nrep[NKINDS], npoints, points[MAX_POINTS], vp; /* vp: the judged point */
+static int npoints, points[MAX_POINTS], vp; /* N = points[vp] */
 
-/* Each kind: a warm-up, then its repeats back to back, so that the memory one pass
- * frees is reused warm before free page reporting hands it to the host. 0 or an exit
- * code; *cut: fewer repeats than asked fit the budget. */
-static int measure(unsigned kinds, int repeat, double budget, bool *cut)
+/* Kind k: a warm-up, then its repeats back to back (the memory a pass frees is reused
+ * before the host takes it) within left s. A repeat counts, with its fastest pass per
+ * point, when no worker waited long for a CPU (other tasks; with fallocate the waits are
+ * inode_lock's, the phenomenon). The kind votes from its fastest judged passes: noise
+ * only adds time, a lock that serialises shows in every pass. 0 or an exit code. */
+static int kind_vote(int k, const struct kr_opts *o, double left, enum kr_verdict *vote,
+		     double *gain, double *ideal)
 {
-	int r, kinds_left = __builtin_popcount(kinds);
-	int64_t start = kr_now_ns();
-	double t[2], huge;
+	double t1 = INFINITY, tn = INFINITY, mn = INFINITY;
+	int r, i, n = points[vp], judged = 0;
+	int64_t start = kr_now_ns(), last = 0;
 
-	for (int k = 0; k < NKINDS; k++) {
-		if (!(kinds & 1 << k))
-			continue;
-		if (k == K_HUGETLB && kr_hugetlb_reserve(job.size / HPAGE) < 0)
-			return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
-			       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve the 2 MiB huge "
-				       "pages (memory fragmented)");
-		if ((r = cycle((enum kind)k, points[vp], t, &huge_min[k])))
-			return r;
-		if (full.pass) /* the warm-up: repeat -1 */
-			full.pass((enum kind)k, points[vp], -1, 0, t, job.delay);
-		if (huge_min[k] < 0.9)
-			return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs "
-				       "(memory fragmented)", 100 * huge_min[k]);
-		int64_t t_kind = kr_now_ns(), last = 0; /* the kind's share of what is left */
-		double left = (budget - (double)(t_kind - start) / 1e9) / kinds_left--;
-		for (int i = 0; i < repeat; i++) {
-			int64_t t0 = kr_now_ns();
-			if (i && (double)(t0 - t_kind + last) / 1e9 > left) {
-				*cut = true;
-				break;
-			}
-			for (int p = 0; p < npoints; p++)
-				tm[k][0][p][i] = tm[k][1][p][i] = INFINITY;
-			for (int pass = 0; pass < PASSES * npoints; pass++) {
-				int p = pass % npoints;
-				if ((r = cycle((enum kind)k, points[p], t, &huge)))
-					return r;
-				if (full.pass)
-					full.pass((enum kind)k, points[p], i, pass / npoints, t, job.delay);
-				huge_min[k] = fmin(huge_min[k], huge);
-				if (t[0] < tm[k][0][p][i])
-					tm[k][0][p][i] = t[0], dl[k][p][i] = job.delay;
-				tm[k][1][p][i] = fmin(tm[k][1][p][i], t[1]);
-			}
-			nrep[k] = i + 1;
-			last = kr_now_ns() - t0;
+	if (k == K_HUGETLB && kr_hugetlb_reserve(job.size / HPAGE) < 0)
+		return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
+		       kr_skip(KR_EXIT_SKIP_MACHINE, "cannot reserve the 2 MiB pages "
+			       "(memory fragmented)");
+	if ((r = cycle(k, n)))
+		return r;
+	if (full.pass)
+		full.pass(k, vp, -1, 0);
+	if (job.huge < 0.9)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs "
+			       "(memory fragmented)", 100 * job.huge);
+	for (i = 0; i < o->repeat; i++) {
+		int64_t t0 = kr_now_ns();
+		double c[MAX_POINTS], d[MAX_POINTS], m = INFINITY; /* clear s, delay */
+		if (i && (double)(t0 - start + last) / 1e9 > left)
+			break; /* fewer repeats than asked fit the budget */
+		for (int pass = 0; pass < PASSES * npoints; pass++) {
+			int p = pass % npoints;
+			if ((r = cycle(k, points[p])))
+				return r;
+			if (full.pass)
+				full.pass(k, p, i, pass / npoints);
+			if (pass < npoints || job.t[0] < c[p]) /* the first or faster */
+				c[p] = job.t[0], d[p] = job.delay;
+			m = p == vp ? fmin(m, job.t[1]) : m;
 		}
-		if (k == K_HUGETLB) /* give the pool back: warm memory for the next kind */
-			kr_hugetlb_reserve(0);
+		last = kr_now_ns() - t0;
+		if (repeat_judged(c[0], c[vp], job.method == M_FALLOCATE ? 0 : fmax(d[0], d[vp])))
+			judged++, t1 = fmin(t1, c[0]), tn = fmin(tn, c[vp]), mn = fmin(mn, m);
 	}
+	if (k == K_HUGETLB) /* give the pool back: warm memory for the next kind */
+		kr_hugetlb_reserve(0);
+	*vote = ktask_rule(t1, tn, mn, n, o->threshold, gain);
+	*ideal = ideal_speedup(t1, mn, n);
+	if (full.kind)
+		full.kind(k, i, judged);
+	kr_say("%s: %d of %d repeats judged: speedup %.2fx, ideal %.2fx, gain %.2f",
+	       kind_names[k], judged, i, t1 / tn, *ideal, *gain);
 	return 0;
 }
 
-/* Each kind votes from its fastest judged passes at 1 and N threads: host noise only
- * adds time, a lock that serialises shows in every pass. Run delay flags other tasks on
- * the workers' CPUs, except with fallocate: there inode_lock's handoffs are the
- * phenomenon. The metric: the lowest gain. */
-static int report(const struct kr_opts *o, unsigned kinds, bool cut)
+/* Each kind in its share of the time budget; the metric: the lowest gain */
+static int measure(const struct kr_opts *o, unsigned kinds, double budget)
 {
-	double metric = INFINITY, gib = job.size / GIB, gain, ideal, blind_ideal = NAN;
-	int n = points[vp], nvotes = 0, npass, nfail;
+	double metric = INFINITY, gain = NAN, ideal = NAN;
+	int r, n = points[vp], nvotes = 0, npass, nfail, kinds_left = __builtin_popcount(kinds);
 	const char *unjudged = NULL, *blind = NULL;
 	enum kr_verdict votes[NKINDS];
+	int64_t start = kr_now_ns();
 
 	for (int k = 0; k < NKINDS; k++) {
-		double t1 = INFINITY, tn = INFINITY, mn = INFINITY;
-		int judged = 0;
 		if (!(kinds & 1 << k))
 			continue;
-		for (int r = 0; r < nrep[k]; r++) {
-			double d = job.method == M_FALLOCATE ? 0 : fmax(dl[k][0][r], dl[k][vp][r]);
-			if (!repeat_judged(tm[k][0][0][r], tm[k][0][vp][r], d))
-				continue;
-			judged++;
-			t1 = fmin(t1, tm[k][0][0][r]);
-			tn = fmin(tn, tm[k][0][vp][r]);
-			mn = fmin(mn, tm[k][1][vp][r]);
-		}
-		votes[nvotes++] = ktask_rule(t1, tn, mn, n, o->threshold, &gain);
-		ideal = ideal_speedup(t1, mn, n);
-		if (full.kind)
-			full.kind((enum kind)k, judged);
-		kr_say("%s: %d of %d repeats judged; clear 1 thr %.2f GiB/s, %d thr %.2f",
-		       kind_names[k], judged, nrep[k], gib / t1, n, gib / tn);
-		kr_say("  speedup %.2fx, ideal %.2fx (rep stosb %.2f GiB/s): gain %.2f", t1 / tn,
-		       ideal, gib / mn, gain);
-		if (huge_min[k] < 0.9)
-			kr_say("warning: only %.0f%% of the region was THP in a pass",
-			       100 * huge_min[k]);
+		double left = (budget - (double)(kr_now_ns() - start) / 1e9) / kinds_left--;
+		if ((r = kind_vote(k, o, left, &votes[nvotes++], &gain, &ideal)))
+			return r;
 		if (ideal < MIN_IDEAL) /* judged repeats, too little on offer */
-			blind = kind_names[k], blind_ideal = ideal;
+			blind = kind_names[k];
 		else if (isnan(gain))
 			unjudged = kind_names[k];
 		metric = isnan(gain) ? metric : fmin(metric, gain);
 	}
-	if (cut)
-		kr_say("fewer than %d repeats fit in the time budget (--duration)", o->repeat);
 	if (full.run)
 		full.run();
 	kr_measure("gain", metric);
@@ -353,9 +315,8 @@ static int report(const struct kr_opts *o, unsigned kinds, bool cut)
 		return kr_inconclusive(isfinite(metric) ? metric : NAN, "every %s repeat "
 				       "disturbed", unjudged);
 	if (blind)
-		return kr_inconclusive(metric, "%s: ideal speedup %.2fx < %.2fx: memory "
-				       "bandwidth does not scale to %d threads here", blind,
-				       blind_ideal, MIN_IDEAL, n);
+		return kr_inconclusive(metric, "%s: ideal speedup < %.2fx: memory bandwidth "
+				       "does not scale to %d threads here", blind, MIN_IDEAL, n);
 	if (v == KR_SKIP)
 		return kr_inconclusive(metric, "%d page kinds pass, %d fail", npass, nfail);
 	return kr_verdict(v, metric, "N=%d method=%s", n, method_names[job.method]);
@@ -367,44 +328,35 @@ static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable; /* this process's affinity (cpusets) x the online CPUs */
 	int ncpus = kr_usable_cpus(&usable), r;
-	unsigned all = (1 << NKINDS) - 1;
 	unsigned kinds = cfg.pages > 0 ? 1u << (cfg.pages - 1) : o->trigger && cfg.pages < 0 ?
-			 1 << K_HUGETLB : all;
+			 1 << K_HUGETLB : 7;
 	int nthreads = (int)(cfg.threads ? cfg.threads : ncpus < MAX_THREADS ? ncpus : MAX_THREADS);
 	char thp[256] = "";
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool populate = p != MAP_FAILED && madvise(p, 4096, MADV_POPULATE_WRITE) == 0;
-	bool cut = false;
 
 	kr_cpus_free(&usable);
-	if (p != MAP_FAILED)
-		munmap(p, 4096);
 	job.method = cfg.method >= 0 ? cfg.method : o->trigger ? M_FALLOCATE : M_POPULATE;
 	kr_env_standard((const char *const[]){ "group:memory", "group:numa",
 		"config:CONFIG_PAGE_REPORTING", NULL });
 	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
+	bool thp_ok = *thp && !strstr(thp, "[never]");
 	if (ncpus < 2)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU: no parallel clearing "
-			       "to compare");
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU");
 	if (kinds & 1 << K_HUGETLB && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS, "
-			       KR_HPAGE_POOL ")");
-	if (kinds & 1 << K_THP && (!*thp || strstr(thp, "[never]")))
-		return kr_skip(KR_EXIT_SKIP, *thp ? "THP is disabled (transparent_hugepage/"
-			       "enabled is never)" : "THP needs CONFIG_TRANSPARENT_HUGEPAGE");
-	if (job.method == M_POPULATE && !populate)
-		return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14); try "
-			       "--method touch");
+		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)");
+	if (kinds & 1 << K_THP && !thp_ok)
+		return kr_skip(KR_EXIT_SKIP, "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)");
+	/* length 0: EINVAL only from a kernel that does not know the advice */
+	if (job.method == M_POPULATE && madvise(NULL, 0, MADV_POPULATE_WRITE) < 0)
+		return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14)");
 
-	/* Size the work to the time budget from a probe of the clearing speed: each kind's
-	 * warm-up and one repeat. Under TCG the default 512 MiB met the hard cap. */
-	double budget = o->duration_s != kr_program()->duration_s ? o->duration_s
-								    : kr_program()->duration_s - 2;
-	double s_huge = kr_clear_s_per_gib(*thp && !strstr(thp, "[never]")), passes = 0;
+	/* The size whose warm-ups and one repeat fit the time budget (the default: 2 s
+	 * left for the rest) at the clearing speed probed, in passes of huge pages */
+	double budget = o->duration_s - 2 * (o->duration_s == kr_program()->duration_s);
+	double s_huge = kr_clear_s_per_gib(thp_ok), passes = 0;
 	double s_4k = kinds & 1 << K_4K ? kr_clear_s_per_gib(false) : 0;
 	uint64_t size = cfg.size;
 	npoints = thread_points(nthreads, points);
-	for (int k = 0; k < NKINDS; k++) /* in passes of s_huge */
+	for (int k = 0; k < NKINDS; k++)
 		if (kinds & 1 << k)
 			passes += (k == K_4K ? s_4k / s_huge : 1) * (2 + PASSES * npoints);
 	if ((r = kr_mem_budget(&size, 512ULL << 20, cfg.chunk, s_huge, passes, budget)))
@@ -424,13 +376,7 @@ static int run(const struct kr_opts *o)
 	npoints = thread_points(nthreads, points);
 	for (vp = npoints - 1; points[vp] > ncpus; vp--)
 		;
-	kr_params("size=%.2fGiB chunk=%lluMiB threads=%d method=%s pages=%s repeat=%d",
-		  size / GIB, (unsigned long long)(cfg.chunk >> 20), nthreads,
-		  method_names[job.method], kinds == all ? "hugetlb,thp,4k" :
-		  kind_names[__builtin_ctz(kinds)], o->repeat);
-	if ((full.start && (r = full.start())) || (r = measure(kinds, o->repeat, budget, &cut)))
-		return r;
-	return report(o, kinds, cut);
+	return full.start && (r = full.start(kinds)) ? r : measure(o, kinds, budget);
 }
 
 static const struct kr_prog prog = {
@@ -448,33 +394,47 @@ static const struct kr_prog prog = {
 
 /* ---- the command line (not in the mail form) ---- */
 
-static int csv_start(void)
+/* per kind, point and repeat: clear and rep stosb s, the fastest passes (the table) */
+static double tm[NKINDS][2][MAX_POINTS][MAX_REPEAT];
+static double huge_min[NKINDS] = { 1, 1, 1 }; /* the lowest share of THP seen */
+static bool cut; /* fewer repeats than asked fit the time budget */
+
+/* the parameters the run derived, the CSV file */
+static int full_start(unsigned kinds)
 {
+	kr_params("size=%.2fGiB chunk=%lluMiB threads=%d method=%s pages=%s repeat=%d",
+		  job.size / GIB, (unsigned long long)(job.chunk >> 20), points[npoints - 1],
+		  method_names[job.method], kinds == 7 ? "hugetlb,thp,4k" :
+		  kind_names[__builtin_ctz(kinds)], kr_options()->repeat);
 	if (kr_csv_open("pages,method,threads,repeat,pass,clear_s,memset_s,run_delay"))
 		return kr_error("cannot write the CSV file: %s", strerror(errno));
 	return 0;
 }
 
-static void csv_pass(enum kind k, int n, int rep, int pass, const double t[2], double delay)
+static void full_pass(int k, int p, int rep, int pass)
 {
-	kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f", kind_names[k], method_names[job.method], n,
-		   rep, pass, t[0], t[1], delay);
+	kr_csv_row("%s,%s,%d,%d,%d,%.6f,%.6f,%.3f", kind_names[k], method_names[job.method],
+		   points[p], rep, pass, job.t[0], job.t[1], job.delay);
+	huge_min[k] = fmin(huge_min[k], job.huge);
+	for (int q = 0; rep >= 0 && q < 2; q++)
+		tm[k][q][p][rep] = pass ? fmin(tm[k][q][p][rep], job.t[q]) : job.t[q];
 }
 
-/* the kind's table: every point, before its vote is printed (kr_stats sorts) */
-static void kind_table(enum kind k, int judged)
+/* the kind's table: every point, before its vote is printed */
+static void kind_table(int k, int nrep, int judged)
 {
 	static const char *const how[] = { "MADV_POPULATE_WRITE", "first touch",
 					   "fallocate, 1 file" };
 	static int shown;
 	double gib = job.size / GIB, t1 = INFINITY;
 
+	cut |= nrep < kr_options()->repeat;
 	kr_say("%s%s: %s, %.2f GiB in %llu MiB chunks, %d repeat%s", shown++ ? "\n" : "",
 	       kind_names[k], how[job.method], gib, (unsigned long long)(job.chunk >> 20),
-	       nrep[k], nrep[k] > 1 ? "s" : "");
+	       nrep, nrep > 1 ? "s" : "");
 	kr_say("thr speedup   min s  med s  stdev  GiB/s   stosb  clear/\n"
 	       "                                           GiB/s   stosb");
-	for (int r = 0; r < nrep[k]; r++)
+	for (int r = 0; r < nrep; r++)
 		t1 = fmin(t1, tm[k][0][0][r]);
 	for (int i = 0; i < npoints; i++) {
 		struct kr_stats s[2];
@@ -482,20 +442,22 @@ static void kind_table(enum kind k, int judged)
 		char sp[16] = "      -";
 		for (int q = 0; q < 2; q++) { /* a copy: kr_stats sorts */
 			memcpy(v[q], tm[k][q][i], sizeof(v[q]));
-			kr_stats(v[q], (size_t)nrep[k], &s[q]);
+			kr_stats(v[q], (size_t)nrep, &s[q]);
 		}
 		if (i)
 			snprintf(sp, sizeof(sp), "%6.2fx", t1 / s[0].min);
 		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f", points[i], sp, s[0].min,
-		       s[0].median, nrep[k] > 1 ? s[0].stdev : 0, gib / s[0].min, gib / s[1].min,
+		       s[0].median, nrep > 1 ? s[0].stdev : 0, gib / s[0].min, gib / s[1].min,
 		       s[1].min / s[0].min);
 	}
-	if (nrep[k] > judged)
+	if (nrep > judged)
 		kr_say("%d repeat%s not judged: workers waited >%.0f%% of a pass for a CPU",
-		       nrep[k] - judged, nrep[k] - judged > 1 ? "s" : "", 100 * MAX_DELAY);
+		       nrep - judged, nrep - judged > 1 ? "s" : "", 100 * MAX_DELAY);
+	if (huge_min[k] < 0.9)
+		kr_say("warning: only %.0f%% of the region was THP in a pass", 100 * huge_min[k]);
 }
 
-/* where the run stands: NUMA, oversubscription, what the metric is */
+/* where the run stands: NUMA, oversubscription, the budget, what the metric is */
 static void run_notes(void)
 {
 	struct kr_cpus usable;
@@ -509,6 +471,9 @@ static void run_notes(void)
 	if (nthreads > ncpus)
 		kr_say("%d threads > %d CPUs: points above %d oversubscribe, not judged",
 		       nthreads, ncpus, n);
+	if (cut)
+		kr_say("fewer than %d repeats fit in the time budget (--duration)",
+		       kr_options()->repeat);
 	kr_say("gain = (speedup - 1) / (ideal - 1) at %d threads; the metric is the", n);
 	kr_say("lowest over the page kinds");
 }
@@ -578,8 +543,8 @@ int main(int argc, char **argv)
 		.validate = validate,
 		.causes = causes,
 	};
-	full.start = csv_start;
-	full.pass = csv_pass;
+	full.start = full_start;
+	full.pass = full_pass;
 	full.kind = kind_table;
 	full.run = run_notes;
 	return kr_main(&prog, &cli, argc, argv);
