@@ -298,14 +298,16 @@ const char *kr_cpu_isolation(int cpu, char *buf, size_t len)
 
 int kr_thread_start(pthread_t *t, int cpu, int policy, int prio, void *(*fn)(void *), void *arg)
 {
+	struct kr_cpus usable = { 0, NULL };
 	pthread_attr_t a;
 	size_t size;
 
 	/* unpinned means every usable CPU (the process affinity at start), not the caller's
 	 * mask: a watchdog started from a pinned RT thread must not share the CPU it guards */
-	if (!start_aff.n)
-		kr_cpus_init();
-	cpu_set_t *set = set_of(cpu < 0 ? &start_aff : &(struct kr_cpus){ 1, &cpu }, &size);
+	if (cpu < 0)
+		kr_usable_cpus(&usable);
+	cpu_set_t *set = set_of(cpu < 0 ? &usable : &(struct kr_cpus){ 1, &cpu }, &size);
+	kr_cpus_free(&usable);
 	if (!set)
 		return -1;
 	pthread_attr_init(&a);
