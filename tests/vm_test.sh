@@ -20,17 +20,11 @@ vmrun=$src/scripts/vmrun
 
 . "$(dirname "$0")/checks.sh"
 
-# what the test needs, from Debian, only when missing (guarded by dpkg-query)
-need=""
+# what the test needs, from Debian (scripts/deps test): a test installs nothing
 for p in qemu-system-x86 busybox-static e2fsprogs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need="$need $p"
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		{ echo "SKIP: $p is not installed (scripts/deps test installs it)"; exit 77; }
 done
-if [ -n "$need" ]; then
-	echo "installing:$need"
-	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null ||
-		{ echo "SKIP: cannot install$need"; exit 77; }
-fi
 kernel=$("$src/scripts/vm/debian-kernel") || { echo "SKIP: no Debian kernel image"; exit 77; }
 echo "kernel: $kernel"
 
