@@ -17,4 +17,6 @@ void kr_journal_detach(void);
  * included); continuation lines indented by indent (-1: under a "key   value" gap, else the
  * line's own indent + 2). */
 void kr_print_wrapped(FILE *f, const char *prefix, const char *text, int indent);
+/* where sysfs is mounted for lib/mem.c's hugetlb pool ("/sys"; tests: a tree of files) */
+extern const char *kr_sysfs;
 #endif

@@ -102,7 +102,7 @@ static int journal_path(const char *kind, const char *path, const char *undo)
 
 int kr_journal_write_undo(const char *path, const char *value, const char *undo)
 {
-	return journal_path("write", path, undo) ? -1 : kr_write_file(path, value);
+	return journal_path("write", path, undo) ? -1 : value ? kr_write_file(path, value) : 0;
 }
 
 int kr_journal_write(const char *path, const char *value)

@@ -383,9 +383,10 @@ const char *kr_kconfig_text(void);
 void kr_fill(void *p, size_t n, bool nt);
 /* "Key: N kB" of a /proc file (/proc/meminfo, /proc/self/smaps_rollup): N, -1 if absent */
 long long kr_proc_kb(const char *path, const char *key);
-/* Makes npages of the 2 MiB hugetlb pool free, raising vm.nr_hugepages (journaled:
- * restored after the run, on a signal, after a crash); 0, or -1 with errno (ENOMEM: the
- * pool could not grow that far, memory fragmented). npages 0: gives the pool back. */
+/* Makes npages of the 2 MiB hugetlb pool free, raising vm.nr_hugepages; each NUMA node's
+ * count is journaled (without NUMA the global one) and restored node by node after the
+ * run, on a signal, after a crash; 0, or -1 with errno (ENOMEM: the pool could not grow
+ * that far, memory fragmented). npages 0: gives the pool back (each node's count). */
 int kr_hugetlb_reserve(uint64_t npages);
 /* Seconds per GiB for one thread to fault in fresh anonymous memory (THP where huge,
  * else 4 KiB pages) and rep stosb over it: the faster of two warm passes over 32 MiB.
@@ -485,7 +486,8 @@ int kr_watchdog_disarm(struct kr_watchdog *w);
 /* Write value to a sysctl/sysfs file, journaling its current content first. */
 int kr_journal_write(const char *path, const char *value);
 /* Write value to path; on restore write undo instead (for files whose undo is not their old
- * content, e.g. cgroup.subtree_control "+cpu" / "-cpu"). */
+ * content, e.g. cgroup.subtree_control "+cpu" / "-cpu"). value NULL: journal the undo
+ * only, for a file that another write changes (a node's share of the hugetlb pool). */
 int kr_journal_write_undo(const char *path, const char *value, const char *undo);
 /* mkdir a directory (cgroup or temp dir), journaled as rmdir (kr_cgroup_remove). */
 int kr_journal_mkdir(const char *path, mode_t mode);

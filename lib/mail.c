@@ -195,7 +195,7 @@ static int undo_add(char kind, const char *path, const char *old, int tid, int p
 int kr_journal_write_undo(const char *path, const char *value, const char *old)
 {
 	return undo_add('w', path, old, 0, 0, 0, "echo '%s' > %s", old, path) ? -1
-									  : kr_write_file(path, value);
+	       : value ? kr_write_file(path, value) : 0;
 }
 
 int kr_journal_write(const char *path, const char *value)

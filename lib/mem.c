@@ -5,9 +5,12 @@
  * the time budget from how fast this machine clears.
  */
 #include "krepro.h"
+#include "internal.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #if defined(__x86_64__)
@@ -40,22 +43,70 @@ long long kr_proc_kb(const char *path, const char *key)
 											: (long long)v;
 }
 
+const char *kr_sysfs = "/sys"; /* tests point it at a tree of their own (internal.h) */
+#define POOL "/kernel/mm/hugepages/hugepages-2048kB/" /* KR_HPAGE_POOL under kr_sysfs */
+
+/* a file of the 2 MiB pool: its path, or its number (0 if unreadable) */
+static const char *pool_path(const char *file)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s" POOL "%s", kr_sysfs, file);
+	return path;
+}
+
 static unsigned long long pool(const char *file)
 {
-	char path[128];
 	uint64_t v = 0;
 
-	snprintf(path, sizeof(path), KR_HPAGE_POOL "%s", file);
-	return kr_read_u64(path, &v) < 0 ? 0 : v;
+	return kr_read_u64(pool_path(file), &v) < 0 ? 0 : v;
+}
+
+/* The pool's count on each node before the first change (without NUMA: the global
+ * count), given back node by node. The kernel grows the global count interleaved over
+ * the nodes and shrinks it round-robin over those with free pages: restoring it alone
+ * moves pages between nodes (node0 0, node1 512, as a DPDK or KVM host sets them, can
+ * come back 256/256). The global write only adds pages to a node, so each node's restore only
+ * frees pages on that node: never more than were there, in any order. */
+static glob_t saved; /* the count files; gl_pathc 0: nothing changed */
+static char (*was)[32]; /* their counts */
+
+static int give_back(bool write)
+{
+	int r = 0;
+
+	for (size_t i = 0; write && i < saved.gl_pathc; i++)
+		r |= kr_write_file(saved.gl_pathv[i], was[i]);
+	globfree(&saved);
+	free(was);
+	saved.gl_pathc = 0, saved.gl_pathv = NULL, was = NULL;
+	return r;
+}
+
+/* journal each count as its undo only: the global write changes them */
+static int save(void)
+{
+	char pat[512];
+
+	snprintf(pat, sizeof(pat), "%s/devices/system/node/node[0-9]*/hugepages/"
+		 "hugepages-2048kB/nr_hugepages", kr_sysfs);
+	if (glob(pat, 0, NULL, &saved) && glob(pool_path("nr_hugepages"), 0, NULL, &saved))
+		return errno = ENOENT, -1;
+	if (!(was = calloc(saved.gl_pathc, sizeof(*was))))
+		return give_back(false), -1;
+	for (size_t i = 0; i < saved.gl_pathc; i++)
+		if (kr_read_file(saved.gl_pathv[i], was[i], sizeof(*was)) < 0 ||
+		    kr_journal_write_undo(saved.gl_pathv[i], NULL, was[i]) < 0)
+			return give_back(false), -1;
+	return 0;
 }
 
 int kr_hugetlb_reserve(uint64_t npages)
 {
-	static char orig[32]; /* the pool before the first change; "": unchanged */
 	char val[32];
 
 	if (!npages)
-		return *orig ? kr_write_file(KR_HPAGE_POOL "nr_hugepages", orig) : 0;
+		return give_back(true);
 	for (int i = 0;; i++) {
 		unsigned long long nr = pool("nr_hugepages");
 		unsigned long long got = pool("free_hugepages") - pool("resv_hugepages");
@@ -63,10 +114,9 @@ int kr_hugetlb_reserve(uint64_t npages)
 			return 0;
 		if (i)
 			return errno = ENOMEM, -1;
-		if (!*orig)
-			snprintf(orig, sizeof(orig), "%llu", nr);
 		snprintf(val, sizeof(val), "%llu", nr + npages - got);
-		if (kr_journal_write(KR_HPAGE_POOL "nr_hugepages", val) < 0)
+		if ((!saved.gl_pathc && save() < 0) ||
+		    kr_write_file(pool_path("nr_hugepages"), val) < 0)
 			return -1;
 	}
 }

@@ -19,6 +19,9 @@ def _read(path):
 
 def snapshot():
     s = {f: _read("/proc/sys/" + f) for f in SYSCTLS}
+    # each node's share of the pools: restoring the global count alone moves pages between nodes
+    s["hugepages_nodes"] = {p: _read(p) for p in glob.glob(
+        "/sys/devices/system/node/node*/hugepages/*/nr_hugepages")}
     s["cgroups"] = sorted(glob.glob("/sys/fs/cgroup/*/krepro-*") + glob.glob("/sys/fs/cgroup/krepro-*")
                           + glob.glob("/sys/fs/cgroup/*/*/krepro-*"))
     s["journals"] = sorted(x for x in os.listdir("/run/krepro") if x != "lock") \

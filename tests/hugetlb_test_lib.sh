@@ -1,18 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Description: what the kernel tests of the programs that reserve huge pages share
 # (ktask_bench, clear_pages): verdict counting, the memory check after a run, and the
-# SIGINT mid-run with the pool reserved. Sourced; sets fails, free0.
+# SIGINT mid-run with the pool reserved. Sourced; sets fails, free0, nodes0.
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $* (${SECONDS}s)"; }
 mem() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
 free0=$(mem MemAvailable)
+# every node's share of every hugetlb pool: a run restores them node by node
+nodes() {
+	cat /sys/devices/system/node/node*/hugepages/hugepages-*/nr_hugepages 2>/dev/null | tr '\n' ' '
+}
+nodes0=$(nodes)
 
-# MemAvailable back within 400 MiB of the start (a region left behind would be >= 512 MiB;
-# other work moves it too) and nothing but the lock in /run/krepro. The kernel frees huge
-# pages given back to the buddy allocator from a workqueue (hugetlb vmemmap): up to 10 s.
+# Each node's hugetlb pools as before, MemAvailable back within 400 MiB of the start (a
+# region left behind would be >= 512 MiB; other work moves it too) and nothing but the
+# lock in /run/krepro. The kernel frees huge pages given back to the buddy allocator from a
+# workqueue (hugetlb vmemmap): up to 10 s.
 check_memory_and_journal() {
 	local when=$1 free left
+	[ "$(nodes)" = "$nodes0" ] || fail "$when: per-node hugetlb pools $(nodes), were $nodes0"
 	for _ in $(seq 50); do
 		free=$(mem MemAvailable)
 		[ $((free0 - free)) -lt 409600 ] && break
