@@ -4,16 +4,21 @@
 test's time (the longest over the runs given) against the timeout it declares, which must
 be at least 5x that time (a cold machine with one CPU kept busy is the measure).
 
-timing_table.py BUILD_DIR LOGDIR...   BUILD_DIR: a configured build (its tests' timeouts);
-                                      LOGDIR: a scripts/test run's build-*/meson-logs (or a
-                                      clone kept by cold-check: every testlog*.json under it)
-Prints the markdown table; exit 1 when a timeout is under 5x the longest time seen.
+timing_table.py [--write FILE] BUILD_DIR LOGDIR...
+    BUILD_DIR: a configured build (its tests' timeouts); LOGDIR: a scripts/test run's
+    build-*/meson-logs, or a clone cold-check kept (every meson-logs/*.json under it).
+    Prints the markdown table, or with --write replaces the table in FILE (docs/tests.md);
+    exit 1 when a timeout is under 5x the longest time seen.
 """
 import glob, json, os, sys
 
 
 def main():
-    build, logdirs = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    write = args[1] if args[:1] == ["--write"] else None
+    if write:
+        args = args[2:]
+    build, logdirs = args[0], args[1:]
     intro = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
     timeout = {t["name"]: t["timeout"] for t in intro}
     suite = {t["name"]: ",".join(s.split(":")[-1] for s in t["suite"]) for t in intro}
@@ -30,15 +35,24 @@ def main():
                 if isinstance(r, dict) and "duration" in r:  # "project:suite / name"
                     seen.setdefault(r["name"].split(" / ")[-1], []).append(r["duration"])
     bad = 0
-    print("| test | suite | longest run (s) | timeout (s) |")
-    print("|---|---|---:|---:|")
+    rows = ["| test | suite | longest run (s) | timeout (s) |", "|---|---|---:|---:|"]
     for name in sorted(timeout, key=lambda n: (-max(seen.get(n, [0])), n)):
         longest = max(seen.get(name, [0]))
         flag = ""
         if name in seen and timeout[name] < 5 * longest:
             flag, bad = " **under 5x**", bad + 1
         runs = "%.1f" % longest if name in seen else "not run"
-        print(f"| {name} | {suite[name]} | {runs} | {timeout[name]}{flag} |")
+        rows.append(f"| {name} | {suite[name]} | {runs} | {timeout[name]}{flag} |")
+    table = "\n".join(rows)
+    if write:
+        text = open(write).read()
+        a = text.index(rows[0])
+        b = text.find("\n\n", a)
+        text = text[:a] + table + (text[b:] if b >= 0 else "\n")
+        with open(write, "w") as f:
+            f.write(text)
+    else:
+        print(table)
     sys.exit(1 if bad else 0)
 
 
