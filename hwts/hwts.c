@@ -67,7 +67,7 @@ static struct hw_cond conds[2 + KR_MAX_IDLE_STATES];
 static struct hw_sample *samples;
 static double *buf, *abuf;
 static uint32_t nsamples, next_seq, received;
-static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: not POLL */
+static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: awake avoids */
 static atomic_bool rx_stop;
 static struct sockaddr_in dst;
 
@@ -109,20 +109,30 @@ static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double 
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
-/* entries per packet; deep: into states with an exit latency (not POLL, a busy loop) */
+/* Which states count: E_ANY all; E_EXIT those with an exit latency (not POLL, a busy
+ * loop: what a spinner keeps the CPU out of); E_QOS those but state0, what PM QoS 0
+ * keeps it out of: the governors pick state0 under any request (menu, teo, haltpoll),
+ * and on arm64 it is WFI, exit latency 1 (cpuidle-psci: no POLL) */
+enum { E_ANY, E_EXIT, E_QOS };
+static bool hwts_counts(const struct kr_idle_state *st, int k, int which)
+{
+	return which == E_ANY || (st[k].latency_us > 0 && (which == E_EXIT || k > 0));
+}
+
+/* entries per packet into the states that count */
 static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, int n,
-			   long packets, bool deep)
+			   long packets, int which)
 {
 	uint64_t sum = 0;
 
 	for (int k = 0; k < n; k++)
-		sum += !deep || st[k].latency_us > 0 ? e[k] : 0;
+		sum += hwts_counts(st, k, which) ? e[k] : 0;
 	return packets > 0 ? (double)sum / (double)packets : 0;
 }
 
-static double per_packet(int c, bool deep)
+static double per_packet(int c, int which)
 {
-	return hwts_entries(conds[c].entries, states, nstates, conds[c].sent, deep);
+	return hwts_entries(conds[c].entries, states, nstates, conds[c].sent, which);
 }
 
 /* ---- the conditions ---- */
@@ -306,7 +316,8 @@ static double busy_pct(int c)
 
 static int judge(const struct kr_opts *o)
 {
-	double exits = nexits ? per_packet(0, true) : NAN;
+	int avoided = cfg.awake == C_SPIN ? E_EXIT : E_QOS; /* what awake keeps out of */
+	double exits = nexits ? per_packet(0, avoided) : NAN;
 	enum kr_verdict v[100], final;
 	struct hw_late l;
 	int np, nf;
@@ -330,17 +341,17 @@ static int judge(const struct kr_opts *o)
 	}
 	l = late_of(-1);
 	for (int c = 0; c < 2; c++) /* else awake (or --mitigate) idled too */
-		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, true) >= 0.1)
-			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d polling (%s: "
-				       "%.2f halts per packet)", rx_cpu, conds[c].name,
-				       per_packet(c, true));
+		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, E_QOS) >= 0.1)
+			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d out of idle "
+				       "states past state0 (%s: %.2f per packet)", rx_cpu,
+				       conds[c].name, per_packet(c, E_QOS));
 	/* other tasks on the CPU: they, not idle states, would decide */
 	for (int c = 0; c < 2; c++)
-		if ((!c && nstates && per_packet(0, false) < HW_MIN_IDLE) ||
+		if ((!c && nstates && per_packet(0, E_ANY) < HW_MIN_IDLE) ||
 		    (conds[c].kind != C_SPIN && busy_pct(c) > HW_MAX_BUSY))
 			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in %s, idled "
 					       "%.2fx/packet", rx_cpu, busy_pct(c), conds[c].name,
-					       per_packet(c, false));
+					       per_packet(c, E_ANY));
 	if ((final = kr_vote(v, o->repeat, &np, &nf)) != KR_SKIP)
 		return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus",
 				  l.idle_pct, l.awake_pct, l.limit);
@@ -370,11 +381,11 @@ static int run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and reader)");
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
-	for (int k = 0; k < nstates; k++)
-		nexits += states[k].latency_us > 0; /* POLL has no exit latency */
+	for (int k = 0; k < nstates; k++) /* the states awake keeps the CPU out of */
+		nexits += hwts_counts(states, k, cfg.awake == C_SPIN ? E_EXIT : E_QOS);
 	if (!nexits && cfg.awake != C_SPIN) /* only a spinner can be compared with a halt */
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s)",
-			       rx_cpu, drv);
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states past state0 on cpu%d "
+			       "(driver %s)", rx_cpu, drv);
 	if ((cfg.awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return needs("/dev/cpu_dma_latency (CONFIG_PM)");
 	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };
@@ -729,7 +740,7 @@ static void record(void)
 	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
 	       l.awake_pct, l.limit);
 	/* entries into states with an exit latency: a halt or a C-state (not POLL) */
-	kr_measure("idle_deep_entries_per_packet", per_packet(0, true));
+	kr_measure("idle_deep_entries_per_packet", per_packet(0, E_EXIT));
 	kr_measure("late_idle_pct", l.idle_pct);
 	kr_measure("late_awake_pct", l.awake_pct);
 	kr_measure("packets_sent", next_seq);
@@ -867,7 +878,8 @@ int main(int argc, char **argv)
 			"conditions cancels. SKIP 125: the CPU entered idle < 0.9 times per\n"
 			"packet or was busy > 10 % of the time (other tasks), more awake\n"
 			"packets were late than idle ones, or PM QoS did not keep the CPU\n"
-			"polling. SKIP 129: no cpuidle states besides POLL.\n"
+			"polling (state0 aside: arm64's WFI). SKIP 129: no cpuidle states\n"
+			"past state0 (POLL or WFI), unless --awake spin.\n"
 			"A FAIL names the state the CPU idled in: a C-state, or in a guest\n"
 			"(cpuidle driver haltpoll) the halt, a VM exit, whose remedies are\n"
 			"the guest's halt polling, idle=poll, PM QoS and the host's.\n"
