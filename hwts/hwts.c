@@ -45,7 +45,7 @@ static struct {
 /* the full program's: --peer, TX stamps, --awake spin, --per-state, its report */
 static struct {
 	const char *const *env;
-	int (*open)(void), (*cond_set)(int c, bool on);
+	int (*open)(void), (*cond_set)(int c, bool on), (*pass)(void);
 	void (*sent)(void), (*record)(void);
 } more;
 
@@ -352,7 +352,9 @@ static int judge(const struct kr_opts *o)
 			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in %s, idled "
 					       "%.2fx/packet", rx_cpu, busy_pct(c), conds[c].name,
 					       per_packet(c, E_ANY));
-	if ((final = kr_vote(v, o->repeat, &np, &nf)) != KR_SKIP)
+	if ((final = kr_vote(v, o->repeat, &np, &nf)) == KR_PASS && more.pass && (np = more.pass()))
+		return np; /* --peer: the NIC's interrupt CPU was not measured */
+	if (final != KR_SKIP)
 		return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus",
 				  l.idle_pct, l.awake_pct, l.limit);
 	if (np || nf)
@@ -424,6 +426,8 @@ static const struct kr_prog prog = {
 
 /* ---- the command line (not in the mail form) ---- */
 
+#include <ctype.h>
+#include <dirent.h>
 #include <linux/ethtool.h>
 
 #define HW_STOP 0xffffffffU /* the last packet's seq: --listen returns */
@@ -436,6 +440,8 @@ static struct {
 	bool listen, per_state;
 } full = { .port = 7469 };
 static char hw_why[160], names[KR_MAX_IDLE_STATES][16]; /* --per-state's conditions */
+static int nic_irq[64], nnic_irq, nic_lines; /* --peer --iface: its MSI vectors; RX lines */
+static uint64_t *nic_per; /* its RX interrupts per CPU: - before the run, + after */
 static const char *rx_if;
 static atomic_bool spin_stop;
 
@@ -518,6 +524,120 @@ static void drain_errqueue(void)
 	}
 }
 
+/* --peer: the NIC's interrupts per CPU (per[cpu] +=) from /proc/interrupts text: the
+ * lines of its MSI vectors (irq[], n of them) or naming ifname; of those, only the RX
+ * ones where the names tell ("input", "rx": TX completions do not delay a packet in).
+ * Returns how many lines counted. */
+static int nic_irqs(const char *text, const char *ifname, const int *irq, int n,
+		    uint64_t *per, int maxcpu)
+{
+	int col[KR_MAX_CPUS / 8], ncol = 0, lines = 0;
+	const char *p = text;
+	size_t il = strlen(ifname);
+
+	for (int c; ncol < (int)(sizeof(col) / sizeof(*col)) &&
+		    sscanf(p, " CPU%d%n", &col[ncol], &c) == 1; p += c)
+		ncol++;
+	for (int rxonly = 2; rxonly-- && !lines;)
+		for (const char *l = strchr(p, '\n'); l && *++l; l = strchr(l, '\n')) {
+			char *e, desc[256];
+			long nr = strtol(l, &e, 10);
+			bool mine = false;
+			if (*e != ':') /* NMI:, LOC: ... */
+				continue;
+			const char *nl = strchr(l, '\n'), *d = e + 1;
+			uint64_t v[KR_MAX_CPUS / 8];
+			for (int i = 0; i < ncol; i++)
+				v[i] = strtoull(d, (char **)&d, 10);
+			snprintf(desc, sizeof(desc), "%.*s", (int)(nl ? nl - d : (long)strlen(d)), d);
+			for (int i = 0; i < n; i++)
+				mine |= irq[i] == nr;
+			for (char *q = desc; il && (q = strstr(q, ifname)); q++)
+				mine |= (q == desc || !isalnum((unsigned char)q[-1])) &&
+					!isalnum((unsigned char)q[il]);
+			char *name = strrchr(desc, ' ') ? strrchr(desc, ' ') + 1 : desc;
+			if (!mine || (rxonly && !strcasestr(name, "rx") && !strcasestr(name, "input")))
+				continue;
+			lines++;
+			for (int i = 0; i < ncol; i++)
+				if (col[i] >= 0 && col[i] < maxcpu)
+					per[col[i]] += v[i];
+		}
+	return lines;
+}
+
+/* the CPU that took most of them (*top); true when cpu took >= 90 % */
+static bool nic_on(const uint64_t *per, int ncpu, int cpu, int *top, uint64_t *all)
+{
+	*top = cpu, *all = 0;
+	for (int c = 0; c < ncpu; c++) {
+		*all += per[c];
+		*top = per[c] > per[*top] ? c : *top;
+	}
+	return *all && (double)per[cpu] >= 0.9 * (double)*all;
+}
+
+/* --iface: the MSI vectors of its device (a virtio NIC's are its PCI parent's) */
+static void nic_vectors(const char *ifn)
+{
+	char d[300], real[PATH_MAX];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(d, sizeof(d), "/sys/class/net/%s/device", ifn);
+	if (!realpath(d, real) || strlen(real) > sizeof(real) - 16)
+		return;
+	if (!strncmp(strrchr(real, '/') + 1, "virtio", 6))
+		*strrchr(real, '/') = 0;
+	if (!(dir = opendir(strcat(real, "/msi_irqs"))))
+		return;
+	while ((e = readdir(dir)) && nnic_irq < 64)
+		if (isdigit((unsigned char)e->d_name[0]))
+			nic_irq[nnic_irq++] = atoi(e->d_name);
+	closedir(dir);
+}
+
+/* nic_per += sign * --iface's RX interrupts per CPU so far */
+static void nic_count(int sign)
+{
+	int ncpu = kr_nr_cpu_ids();
+	char *text = kr_read_text("/proc/interrupts");
+	uint64_t *per = calloc((size_t)ncpu, sizeof(*per));
+
+	nic_per = nic_per ? nic_per : calloc((size_t)ncpu, sizeof(*nic_per));
+	nic_lines = text && per && nic_per ? nic_irqs(text, full.iface, nic_irq, nnic_irq, per,
+						      ncpu) : 0;
+	for (int c = 0; nic_lines && c < ncpu; c++)
+		nic_per[c] += (uint64_t)sign * per[c];
+	free(per), free(text);
+}
+
+/* --peer: kernel->user starts at the RX stamp, taken where the NIC's interrupt is
+ * handled: an idle exit of that CPU comes before it and is not seen. A PASS stands
+ * only when the measured CPU took the interrupts; else SKIP 129 naming the CPU. */
+static int peer_pass(void)
+{
+	int top = rx_cpu;
+	uint64_t all = 0;
+
+	if (!full.iface)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "--peer without --iface: no telling which "
+			       "CPU took the NIC's interrupts; its idle exits come before the "
+			       "RX stamp, unseen by kernel->user");
+	nic_count(1);
+	if (!nic_lines)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no interrupt of %s in /proc/interrupts "
+			       "(by name or MSI vector): no telling which CPU took them",
+			       full.iface);
+	if (!nic_on(nic_per, kr_nr_cpu_ids(), rx_cpu, &top, &all))
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s's RX interrupts: %llu of %llu on "
+			       "cpu%d, not the measured cpu%d; idle exits there come before "
+			       "the RX stamp, unseen by kernel->user (--cpu %d, or pin the IRQ "
+			       "to cpu%d)", full.iface, (unsigned long long)nic_per[top],
+			       (unsigned long long)all, top, rx_cpu, top, rx_cpu);
+	return 0;
+}
+
 /* --peer: sockets in this namespace toward the reflector, with the NIC's hardware stamps
  * where ETHTOOL_GET_TS_INFO offers them (SIOCSHWTSTAMP, journaled); hw: what it got */
 static int open_peer(int *hw)
@@ -547,12 +667,20 @@ static int open_peer(int *hw)
 		if (rx || tx)
 			snprintf(hw_why, sizeof(hw_why), "on (%s%s)", rx ? "RX " : "", tx ? "TX" : "");
 		/* on the NIC for the run: journaled, restored however the run ends */
-		if ((rx || tx) && kr_journal_hwtstamp(ifn, tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
-						      rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE) < 0)
+		int r = rx || tx ? kr_journal_hwtstamp(ifn, tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
+						       rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE)
+				 : 0;
+		if (r == -2) /* "off" would be a guess: it would break ptp4l, chrony */
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "%s cannot report its hardware "
+				       "timestamping config (SIOCGHWTSTAMP: %s): not changed, as "
+				       "it could not be restored", ifn, strerror(errno));
+		if (r < 0)
 			return kr_error("SIOCSHWTSTAMP on %s: %s", ifn, strerror(errno));
 	}
 	if (self >= 0)
 		close(self);
+	if (ifn) /* the RX interrupts before the run (peer_pass: after) */
+		nic_vectors(ifn), nic_count(-1);
 	dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)full.port) };
 	inet_pton(AF_INET, full.peer, &dst.sin_addr);
 	txfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -845,6 +973,7 @@ static int validate(const struct kr_opts *o)
 	cfg.path = full.peer ? PATH_PEER : cfg.path;
 	more.open = open_full, more.sent = drain_errqueue, more.cond_set = cond_set_full;
 	more.record = record;
+	more.pass = full.peer ? peer_pass : NULL;
 	more.env = env;
 	return 0;
 }
@@ -883,7 +1012,11 @@ int main(int argc, char **argv)
 			"A FAIL names the state the CPU idled in: a C-state, or in a guest\n"
 			"(cpuidle driver haltpoll) the halt, a VM exit, whose remedies are\n"
 			"the guest's halt polling, idle=poll, PM QoS and the host's.\n"
-			"--mitigate holds PM QoS 0 for the whole run (the idle blocks too).",
+			"--mitigate holds PM QoS 0 for the whole run (the idle blocks too).\n"
+			"--peer: a PASS needs the NIC's RX interrupts on --cpu (90 %; its\n"
+			"idle exits come before the RX stamp), else SKIP 129; --iface needs\n"
+			"a driver that reports its stamping config (SIOCGHWTSTAMP), else\n"
+			"SKIP 129 with nothing changed.",
 		.example = "hwts --mitigate",
 		.options = options,
 		.parse = parse,

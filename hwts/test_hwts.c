@@ -209,6 +209,43 @@ static void arm64_wfi_under_pmqos(void **state)
 	assert_null(strstr(c[0], "max_cstate"));
 }
 
+/* --peer: kernel->user starts at the RX stamp, on the CPU taking the NIC's interrupt; a
+ * PASS stands only when that is the measured CPU (else SKIP 129: before, a C-state exit
+ * on the interrupt's CPU was unseen and the run PASSed). Recorded /proc/interrupts. */
+static void peer_nic_interrupts(void **state)
+{
+	char path[512], *text;
+	uint64_t per[4] = { 0 }, all;
+	int top;
+	(void)state;
+
+	/* this guest: eth0 is virtio2 (MSI-X 37 config, 38 input.0, 39 output.0): only the
+	 * RX vector counts, TX completions (on cpu0) do not delay a packet in */
+	snprintf(path, sizeof(path), "%s/irq/virtio-guest.txt", HWTS_TESTDATA);
+	assert_non_null(text = kr_read_text(path));
+	int vec[3] = { 37, 38, 39 };
+	assert_int_equal(nic_irqs(text, "eth0", vec, 3, per, 4), 1);
+	assert_true(per[0] == 0 && per[1] == 7990);
+	assert_true(nic_on(per, 2, 1, &top, &all) && all == 7990);
+	assert_false(nic_on(per, 2, 0, &top, &all)); /* --cpu 0: the IRQ is on cpu1 */
+	assert_int_equal(top, 1);
+	free(text);
+	/* a multiqueue NIC by name: eth1's queues, not eth10's nor its link vector */
+	snprintf(path, sizeof(path), "%s/irq/ixgbe.txt", HWTS_TESTDATA);
+	assert_non_null(text = kr_read_text(path));
+	memset(per, 0, sizeof(per));
+	assert_int_equal(nic_irqs(text, "eth1", NULL, 0, per, 4), 3);
+	assert_true(per[0] == 512 && per[1] == 9004 && per[2] == 0 && per[3] == 77);
+	assert_true(nic_on(per, 4, 1, &top, &all)); /* 93.9 % */
+	assert_false(nic_on(per, 4, 3, &top, &all));
+	assert_int_equal(top, 1);
+	memset(per, 0, sizeof(per));
+	assert_int_equal(nic_irqs(text, "eth7", NULL, 0, per, 4), 0); /* not found */
+	uint64_t none[2] = { 0, 0 };
+	assert_false(nic_on(none, 2, 1, &top, &all)); /* no interrupt: not judged */
+	free(text);
+}
+
 /* the known causes of a FAIL from recorded sysfs text (testdata/README) */
 static int causes_of(const char *tree, const double *per_packet, char c[][320])
 {
@@ -290,6 +327,7 @@ int main(void)
 		cmocka_unit_test(idled_between_packets),
 		cmocka_unit_test(idle_states),
 		cmocka_unit_test(arm64_wfi_under_pmqos),
+		cmocka_unit_test(peer_nic_interrupts),
 		cmocka_unit_test(causes_of_a_haltpoll_guest),
 		cmocka_unit_test(causes_of_an_intel_host),
 		cmocka_unit_test(causes_without_a_driver),

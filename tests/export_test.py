@@ -25,7 +25,7 @@ CEILING = {
     "fibtest": (946, 29749),
     "rt_starve": (1379, 44814),
     "dio_kworker": (1348, 42473),
-    "hwts": (1095, 35492),
+    "hwts": (1097, 35639),
     "ktask_bench": (980, 32624),
     "irqacct": (1293, 40530),
     "clear_pages": (777, 24732),
