@@ -132,6 +132,15 @@ static void test_fix_by_version(void **state)
 		assert_true(has_fix_by_version(fixed[i]));
 	for (size_t i = 0; i < sizeof(open) / sizeof(*open); i++)
 		assert_false(has_fix_by_version(open[i]));
+	/* the cause line says it is the version's word: RHEL 8's 4.18 and Ubuntu's 4.15
+	 * carry the fix (red before: the line blamed 512ac999d275 outright) */
+	char c[320];
+	assert_non_null(strstr(expiry_cause("4.18.0-147.el8.x86_64", c, sizeof(c)),
+			       "4.18.0-147.el8.x86_64 judged by its version; a distribution may "
+			       "carry the fix"));
+	assert_non_null(strstr(expiry_cause("4.15.0-66-generic", c, sizeof(c)),
+			       "by its version; a distribution may carry the fix"));
+	assert_non_null(strstr(c, "512ac999d275"));
 }
 
 int main(void)
