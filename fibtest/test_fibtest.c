@@ -132,6 +132,32 @@ static void test_fix_by_version(void **state)
 		assert_true(has_fix_by_version(fixed[i]));
 	for (size_t i = 0; i < sizeof(open) / sizeof(*open); i++)
 		assert_false(has_fix_by_version(open[i]));
+	/* the cause line says it is the version's word: RHEL 8's 4.18 and Ubuntu's 4.15
+	 * carry the fix (red before: the line blamed 512ac999d275 outright) */
+	char c[320];
+	assert_non_null(strstr(expiry_cause("4.18.0-147.el8.x86_64", c, sizeof(c)),
+			       "4.18.0-147.el8.x86_64 judged by its version; a distribution may "
+			       "carry the fix"));
+	assert_non_null(strstr(expiry_cause("4.15.0-66-generic", c, sizeof(c)),
+			       "by its version; a distribution may carry the fix"));
+	assert_non_null(strstr(c, "512ac999d275"));
+}
+
+/* the warm-up covers the per-CPU reserves' fill three times over (warmup_ns' comment):
+ * before, 300 ms at any CPU count, as long as the fill alone at 150 CPUs */
+static void test_warmup_scales(void **state)
+{
+	(void)state;
+	cfg.quota_ns = 5 * MS, cfg.period_ns = 10 * MS; /* the default shape */
+	assert_int_equal(warmup_ns(1), 300 * MS);	 /* 2 CPUs, here */
+	assert_int_equal(warmup_ns(50), 300 * MS);	 /* 51 CPUs */
+	assert_int_equal(warmup_ns(149), 894 * MS);	 /* 150 CPUs */
+	assert_int_equal(warmup_ns(1023), 6138 * MS); /* 1024 CPUs */
+	assert_int_equal(warmup_ns(4095), 8000 * MS); /* capped */
+	cfg.quota_ns = 80 * MS, cfg.period_ns = 100 * MS; /* workers (--trigger) */
+	assert_int_equal(warmup_ns(150), 562500000);
+	cfg.quota_ns = 5 * MS, cfg.period_ns = 500 * MS; /* 2 periods are longer */
+	assert_int_equal(warmup_ns(1), 1000 * MS);
 }
 
 int main(void)
@@ -142,6 +168,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_cpu_stat_keys),
 		cmocka_unit_test(test_fix_by_version),
+		cmocka_unit_test(test_warmup_scales),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,7 +45,7 @@ static struct {
 /* the full program's: --peer, TX stamps, --awake spin, --per-state, its report */
 static struct {
 	const char *const *env;
-	int (*open)(void), (*cond_set)(int c, bool on);
+	int (*open)(void), (*cond_set)(int c, bool on), (*pass)(void);
 	void (*sent)(void), (*record)(void);
 } more;
 
@@ -67,7 +67,7 @@ static struct hw_cond conds[2 + KR_MAX_IDLE_STATES];
 static struct hw_sample *samples;
 static double *buf, *abuf;
 static uint32_t nsamples, next_seq, received;
-static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: not POLL */
+static int nstates, nexits, nconds = 2, rx_cpu, tx_cpu, txfd, rxfd; /* nexits: awake avoids */
 static atomic_bool rx_stop;
 static struct sockaddr_in dst;
 
@@ -109,20 +109,30 @@ static enum kr_verdict hwts_rule(double added_pct, double threshold_pct, double 
 	return added_pct < -threshold_pct ? KR_SKIP : KR_PASS;
 }
 
-/* entries per packet; deep: into states with an exit latency (not POLL, a busy loop) */
+/* Which states count: E_ANY all; E_EXIT those with an exit latency (not POLL, a busy
+ * loop: what a spinner keeps the CPU out of); E_QOS those but state0, what PM QoS 0
+ * keeps it out of: the governors pick state0 under any request (menu, teo, haltpoll),
+ * and on arm64 it is WFI, exit latency 1 (cpuidle-psci: no POLL) */
+enum { E_ANY, E_EXIT, E_QOS };
+static bool hwts_counts(const struct kr_idle_state *st, int k, int which)
+{
+	return which == E_ANY || (st[k].latency_us > 0 && (which == E_EXIT || k > 0));
+}
+
+/* entries per packet into the states that count */
 static double hwts_entries(const uint64_t *e, const struct kr_idle_state *st, int n,
-			   long packets, bool deep)
+			   long packets, int which)
 {
 	uint64_t sum = 0;
 
 	for (int k = 0; k < n; k++)
-		sum += !deep || st[k].latency_us > 0 ? e[k] : 0;
+		sum += hwts_counts(st, k, which) ? e[k] : 0;
 	return packets > 0 ? (double)sum / (double)packets : 0;
 }
 
-static double per_packet(int c, bool deep)
+static double per_packet(int c, int which)
 {
-	return hwts_entries(conds[c].entries, states, nstates, conds[c].sent, deep);
+	return hwts_entries(conds[c].entries, states, nstates, conds[c].sent, which);
 }
 
 /* ---- the conditions ---- */
@@ -306,7 +316,8 @@ static double busy_pct(int c)
 
 static int judge(const struct kr_opts *o)
 {
-	double exits = nexits ? per_packet(0, true) : NAN;
+	int avoided = cfg.awake == C_SPIN ? E_EXIT : E_QOS; /* what awake keeps out of */
+	double exits = nexits ? per_packet(0, avoided) : NAN;
 	enum kr_verdict v[100], final;
 	struct hw_late l;
 	int np, nf;
@@ -330,18 +341,20 @@ static int judge(const struct kr_opts *o)
 	}
 	l = late_of(-1);
 	for (int c = 0; c < 2; c++) /* else awake (or --mitigate) idled too */
-		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, true) >= 0.1)
-			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d polling (%s: "
-				       "%.2f halts per packet)", rx_cpu, conds[c].name,
-				       per_packet(c, true));
+		if ((conds[c].kind == C_PMQOS || o->mitigate) && per_packet(c, E_QOS) >= 0.1)
+			return kr_skip(KR_EXIT_SKIP, "PM QoS 0 did not keep cpu%d out of idle "
+				       "states past state0 (%s: %.2f per packet)", rx_cpu,
+				       conds[c].name, per_packet(c, E_QOS));
 	/* other tasks on the CPU: they, not idle states, would decide */
 	for (int c = 0; c < 2; c++)
-		if ((!c && nstates && per_packet(0, false) < HW_MIN_IDLE) ||
+		if ((!c && nstates && per_packet(0, E_ANY) < HW_MIN_IDLE) ||
 		    (conds[c].kind != C_SPIN && busy_pct(c) > HW_MAX_BUSY))
 			return kr_inconclusive(l.added, "cpu%d busy %.0f%% in %s, idled "
 					       "%.2fx/packet", rx_cpu, busy_pct(c), conds[c].name,
-					       per_packet(c, false));
-	if ((final = kr_vote(v, o->repeat, &np, &nf)) != KR_SKIP)
+					       per_packet(c, E_ANY));
+	if ((final = kr_vote(v, o->repeat, &np, &nf)) == KR_PASS && more.pass && (np = more.pass()))
+		return np; /* --peer: the NIC's interrupt CPU was not measured */
+	if (final != KR_SKIP)
 		return kr_verdict(final, l.added, "idle=%.0f%% awake=%.0f%% late>%.0fus",
 				  l.idle_pct, l.awake_pct, l.limit);
 	if (np || nf)
@@ -370,11 +383,11 @@ static int run(const struct kr_opts *o)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and reader)");
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
-	for (int k = 0; k < nstates; k++)
-		nexits += states[k].latency_us > 0; /* POLL has no exit latency */
+	for (int k = 0; k < nstates; k++) /* the states awake keeps the CPU out of */
+		nexits += hwts_counts(states, k, cfg.awake == C_SPIN ? E_EXIT : E_QOS);
 	if (!nexits && cfg.awake != C_SPIN) /* only a spinner can be compared with a halt */
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states on cpu%d (driver %s)",
-			       rx_cpu, drv);
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states past state0 on cpu%d "
+			       "(driver %s)", rx_cpu, drv);
 	if ((cfg.awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return needs("/dev/cpu_dma_latency (CONFIG_PM)");
 	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };
@@ -413,6 +426,8 @@ static const struct kr_prog prog = {
 
 /* ---- the command line (not in the mail form) ---- */
 
+#include <ctype.h>
+#include <dirent.h>
 #include <linux/ethtool.h>
 
 #define HW_STOP 0xffffffffU /* the last packet's seq: --listen returns */
@@ -425,6 +440,8 @@ static struct {
 	bool listen, per_state;
 } full = { .port = 7469 };
 static char hw_why[160], names[KR_MAX_IDLE_STATES][16]; /* --per-state's conditions */
+static int nic_irq[64], nnic_irq, nic_lines; /* --peer --iface: its MSI vectors; RX lines */
+static uint64_t *nic_per; /* its RX interrupts per CPU: - before the run, + after */
 static const char *rx_if;
 static atomic_bool spin_stop;
 
@@ -507,6 +524,120 @@ static void drain_errqueue(void)
 	}
 }
 
+/* --peer: the NIC's interrupts per CPU (per[cpu] +=) from /proc/interrupts text: the
+ * lines of its MSI vectors (irq[], n of them) or naming ifname; of those, only the RX
+ * ones where the names tell ("input", "rx": TX completions do not delay a packet in).
+ * Returns how many lines counted. */
+static int nic_irqs(const char *text, const char *ifname, const int *irq, int n,
+		    uint64_t *per, int maxcpu)
+{
+	int col[KR_MAX_CPUS / 8], ncol = 0, lines = 0;
+	const char *p = text;
+	size_t il = strlen(ifname);
+
+	for (int c; ncol < (int)(sizeof(col) / sizeof(*col)) &&
+		    sscanf(p, " CPU%d%n", &col[ncol], &c) == 1; p += c)
+		ncol++;
+	for (int rxonly = 2; rxonly-- && !lines;)
+		for (const char *l = strchr(p, '\n'); l && *++l; l = strchr(l, '\n')) {
+			char *e, desc[256];
+			long nr = strtol(l, &e, 10);
+			bool mine = false;
+			if (*e != ':') /* NMI:, LOC: ... */
+				continue;
+			const char *nl = strchr(l, '\n'), *d = e + 1;
+			uint64_t v[KR_MAX_CPUS / 8];
+			for (int i = 0; i < ncol; i++)
+				v[i] = strtoull(d, (char **)&d, 10);
+			snprintf(desc, sizeof(desc), "%.*s", (int)(nl ? nl - d : (long)strlen(d)), d);
+			for (int i = 0; i < n; i++)
+				mine |= irq[i] == nr;
+			for (char *q = desc; il && (q = strstr(q, ifname)); q++)
+				mine |= (q == desc || !isalnum((unsigned char)q[-1])) &&
+					!isalnum((unsigned char)q[il]);
+			char *name = strrchr(desc, ' ') ? strrchr(desc, ' ') + 1 : desc;
+			if (!mine || (rxonly && !strcasestr(name, "rx") && !strcasestr(name, "input")))
+				continue;
+			lines++;
+			for (int i = 0; i < ncol; i++)
+				if (col[i] >= 0 && col[i] < maxcpu)
+					per[col[i]] += v[i];
+		}
+	return lines;
+}
+
+/* the CPU that took most of them (*top); true when cpu took >= 90 % */
+static bool nic_on(const uint64_t *per, int ncpu, int cpu, int *top, uint64_t *all)
+{
+	*top = cpu, *all = 0;
+	for (int c = 0; c < ncpu; c++) {
+		*all += per[c];
+		*top = per[c] > per[*top] ? c : *top;
+	}
+	return *all && (double)per[cpu] >= 0.9 * (double)*all;
+}
+
+/* --iface: the MSI vectors of its device (a virtio NIC's are its PCI parent's) */
+static void nic_vectors(const char *ifn)
+{
+	char d[300], real[PATH_MAX];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(d, sizeof(d), "/sys/class/net/%s/device", ifn);
+	if (!realpath(d, real) || strlen(real) > sizeof(real) - 16)
+		return;
+	if (!strncmp(strrchr(real, '/') + 1, "virtio", 6))
+		*strrchr(real, '/') = 0;
+	if (!(dir = opendir(strcat(real, "/msi_irqs"))))
+		return;
+	while ((e = readdir(dir)) && nnic_irq < 64)
+		if (isdigit((unsigned char)e->d_name[0]))
+			nic_irq[nnic_irq++] = atoi(e->d_name);
+	closedir(dir);
+}
+
+/* nic_per += sign * --iface's RX interrupts per CPU so far */
+static void nic_count(int sign)
+{
+	int ncpu = kr_nr_cpu_ids();
+	char *text = kr_read_text("/proc/interrupts");
+	uint64_t *per = calloc((size_t)ncpu, sizeof(*per));
+
+	nic_per = nic_per ? nic_per : calloc((size_t)ncpu, sizeof(*nic_per));
+	nic_lines = text && per && nic_per ? nic_irqs(text, full.iface, nic_irq, nnic_irq, per,
+						      ncpu) : 0;
+	for (int c = 0; nic_lines && c < ncpu; c++)
+		nic_per[c] += (uint64_t)sign * per[c];
+	free(per), free(text);
+}
+
+/* --peer: kernel->user starts at the RX stamp, taken where the NIC's interrupt is
+ * handled: an idle exit of that CPU comes before it and is not seen. A PASS stands
+ * only when the measured CPU took the interrupts; else SKIP 129 naming the CPU. */
+static int peer_pass(void)
+{
+	int top = rx_cpu;
+	uint64_t all = 0;
+
+	if (!full.iface)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "--peer without --iface: no telling which "
+			       "CPU took the NIC's interrupts; its idle exits come before the "
+			       "RX stamp, unseen by kernel->user");
+	nic_count(1);
+	if (!nic_lines)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "no interrupt of %s in /proc/interrupts "
+			       "(by name or MSI vector): no telling which CPU took them",
+			       full.iface);
+	if (!nic_on(nic_per, kr_nr_cpu_ids(), rx_cpu, &top, &all))
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s's RX interrupts: %llu of %llu on "
+			       "cpu%d, not the measured cpu%d; idle exits there come before "
+			       "the RX stamp, unseen by kernel->user (--cpu %d, or pin the IRQ "
+			       "to cpu%d)", full.iface, (unsigned long long)nic_per[top],
+			       (unsigned long long)all, top, rx_cpu, top, rx_cpu);
+	return 0;
+}
+
 /* --peer: sockets in this namespace toward the reflector, with the NIC's hardware stamps
  * where ETHTOOL_GET_TS_INFO offers them (SIOCSHWTSTAMP, journaled); hw: what it got */
 static int open_peer(int *hw)
@@ -536,12 +667,20 @@ static int open_peer(int *hw)
 		if (rx || tx)
 			snprintf(hw_why, sizeof(hw_why), "on (%s%s)", rx ? "RX " : "", tx ? "TX" : "");
 		/* on the NIC for the run: journaled, restored however the run ends */
-		if ((rx || tx) && kr_journal_hwtstamp(ifn, tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
-						      rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE) < 0)
+		int r = rx || tx ? kr_journal_hwtstamp(ifn, tx ? HWTSTAMP_TX_ON : HWTSTAMP_TX_OFF,
+						       rx ? HWTSTAMP_FILTER_ALL : HWTSTAMP_FILTER_NONE)
+				 : 0;
+		if (r == -2) /* "off" would be a guess: it would break ptp4l, chrony */
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "%s cannot report its hardware "
+				       "timestamping config (SIOCGHWTSTAMP: %s): not changed, as "
+				       "it could not be restored", ifn, strerror(errno));
+		if (r < 0)
 			return kr_error("SIOCSHWTSTAMP on %s: %s", ifn, strerror(errno));
 	}
 	if (self >= 0)
 		close(self);
+	if (ifn) /* the RX interrupts before the run (peer_pass: after) */
+		nic_vectors(ifn), nic_count(-1);
 	dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)full.port) };
 	inet_pton(AF_INET, full.peer, &dst.sin_addr);
 	txfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -729,7 +868,7 @@ static void record(void)
 	kr_say("late packets: idle %.1f%%, %s %.1f%% (> %.1f us)", l.idle_pct, conds[1].name,
 	       l.awake_pct, l.limit);
 	/* entries into states with an exit latency: a halt or a C-state (not POLL) */
-	kr_measure("idle_deep_entries_per_packet", per_packet(0, true));
+	kr_measure("idle_deep_entries_per_packet", per_packet(0, E_EXIT));
 	kr_measure("late_idle_pct", l.idle_pct);
 	kr_measure("late_awake_pct", l.awake_pct);
 	kr_measure("packets_sent", next_seq);
@@ -834,6 +973,7 @@ static int validate(const struct kr_opts *o)
 	cfg.path = full.peer ? PATH_PEER : cfg.path;
 	more.open = open_full, more.sent = drain_errqueue, more.cond_set = cond_set_full;
 	more.record = record;
+	more.pass = full.peer ? peer_pass : NULL;
 	more.env = env;
 	return 0;
 }
@@ -867,11 +1007,16 @@ int main(int argc, char **argv)
 			"conditions cancels. SKIP 125: the CPU entered idle < 0.9 times per\n"
 			"packet or was busy > 10 % of the time (other tasks), more awake\n"
 			"packets were late than idle ones, or PM QoS did not keep the CPU\n"
-			"polling. SKIP 129: no cpuidle states besides POLL.\n"
+			"polling (state0 aside: arm64's WFI). SKIP 129: no cpuidle states\n"
+			"past state0 (POLL or WFI), unless --awake spin.\n"
 			"A FAIL names the state the CPU idled in: a C-state, or in a guest\n"
 			"(cpuidle driver haltpoll) the halt, a VM exit, whose remedies are\n"
 			"the guest's halt polling, idle=poll, PM QoS and the host's.\n"
-			"--mitigate holds PM QoS 0 for the whole run (the idle blocks too).",
+			"--mitigate holds PM QoS 0 for the whole run (the idle blocks too).\n"
+			"--peer: a PASS needs the NIC's RX interrupts on --cpu (90 %; its\n"
+			"idle exits come before the RX stamp), else SKIP 129; --iface needs\n"
+			"a driver that reports its stamping config (SIOCGHWTSTAMP), else\n"
+			"SKIP 129 with nothing changed.",
 		.example = "hwts --mitigate",
 		.options = options,
 		.parse = parse,

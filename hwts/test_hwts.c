@@ -134,17 +134,17 @@ static void idled_between_packets(void **state)
 	/* loaded host: the "idle" CPU entered idle before 9 % of the packets */
 	uint64_t busy[2] = { 6, 21 }, quiet[2] = { 6, 711 }, poll_only[2] = { 280, 0 },
 		 part[2] = { 9, 189 };
-	assert_true(hwts_entries(part, st, 2, 300, false) < HW_MIN_IDLE); /* 0.66 */
-	assert_true(hwts_entries(busy, st, 2, 300, false) < HW_MIN_IDLE);
-	assert_true(hwts_entries(quiet, st, 2, 300, false) >= HW_MIN_IDLE);
+	assert_true(hwts_entries(part, st, 2, 300, E_ANY) < HW_MIN_IDLE); /* 0.66 */
+	assert_true(hwts_entries(busy, st, 2, 300, E_ANY) < HW_MIN_IDLE);
+	assert_true(hwts_entries(quiet, st, 2, 300, E_ANY) >= HW_MIN_IDLE);
 	/* a governor that polls is idling too */
-	assert_true(hwts_entries(poll_only, st, 2, 300, false) >= HW_MIN_IDLE);
-	assert_true(hwts_entries(quiet, st, 2, 0, false) < HW_MIN_IDLE);
+	assert_true(hwts_entries(poll_only, st, 2, 300, E_ANY) >= HW_MIN_IDLE);
+	assert_true(hwts_entries(quiet, st, 2, 0, E_ANY) < HW_MIN_IDLE);
 	/* PM QoS 0 took: no entry into a state with an exit latency (here: 40 polls, no
 	 * halt per packet); it did not: the halts count */
 	uint64_t pmqos[2] = { 12030, 0 }, ignored[2] = { 100, 450 };
-	assert_true(hwts_entries(pmqos, st, 2, 300, true) < 0.1);
-	assert_true(hwts_entries(ignored, st, 2, 300, true) > 1.4);
+	assert_true(hwts_entries(pmqos, st, 2, 300, E_EXIT) < 0.1);
+	assert_true(hwts_entries(ignored, st, 2, 300, E_EXIT) > 1.4);
 }
 
 /* states to leave: those with an exit latency; POLL (a busy loop) has none */
@@ -159,10 +159,91 @@ static void idle_states(void **state)
 				       { .name = "C1", .latency_us = 2 },
 				       { .name = "C6", .latency_us = 133 } };
 
-	assert_true(hwts_entries(one, poll, 0, 1, true) == 0);
-	assert_true(hwts_entries(one, poll, 1, 1, true) == 0);
-	assert_true(hwts_entries(one, halt, 2, 1, true) == 1);
-	assert_true(hwts_entries(one, c6, 3, 1, true) == 2);
+	assert_true(hwts_entries(one, poll, 0, 1, E_EXIT) == 0);
+	assert_true(hwts_entries(one, poll, 1, 1, E_EXIT) == 0);
+	assert_true(hwts_entries(one, halt, 2, 1, E_EXIT) == 1);
+	assert_true(hwts_entries(one, c6, 3, 1, E_EXIT) == 2);
+}
+
+/* arm64 (cpuidle-psci): no POLL; state0 is WFI with exit latency 1, and the governors
+ * pick state0 under PM QoS 0 (menu: "latency_req == 0 ... return 0"). The awake blocks
+ * still enter WFI per packet: PM QoS took when no state past state0 was entered. Before,
+ * WFI counted as a halt and every arm64 run was SKIP 125 "PM QoS 0 did not keep ..." */
+static void arm64_wfi_under_pmqos(void **state)
+{
+	struct kr_idle_state st[KR_MAX_IDLE_STATES];
+	char sys[512];
+	(void)state;
+
+	snprintf(sys, sizeof(sys), "%s/arm64-psci/sys/devices/system/cpu", HWTS_TESTDATA);
+	int n = kr_cpuidle_states(sys, 1, st, KR_MAX_IDLE_STATES);
+	assert_int_equal(n, 3);
+	assert_string_equal(st[0].name, "WFI");
+	assert_int_equal(st[0].latency_us, 1);
+	/* awake (PM QoS 0): WFI 1.5 times per packet, nothing deeper: PM QoS took */
+	uint64_t awake[3] = { 450, 0, 0 }, ignored[3] = { 150, 300, 0 };
+	assert_true(hwts_entries(awake, st, n, 300, E_QOS) < 0.1);
+	assert_true(hwts_entries(ignored, st, n, 300, E_QOS) >= 0.1); /* cpu-sleep: it did not */
+	/* a spinner keeps the CPU out of WFI too: there WFI counts */
+	assert_true(hwts_entries(awake, st, n, 300, E_EXIT) > 1.4);
+	/* states awake can keep the CPU out of: cpu-sleep and cluster-sleep (PM QoS), all
+	 * three (a spinner); with WFI alone PM QoS has nothing to compare (SKIP 129) */
+	int qos = 0, spin = 0;
+	for (int k = 0; k < n; k++)
+		qos += hwts_counts(st, k, E_QOS), spin += hwts_counts(st, k, E_EXIT);
+	assert_int_equal(qos, 2);
+	assert_int_equal(spin, 3);
+	assert_false(hwts_counts(st, 0, E_QOS));
+	/* x86 and the haltpoll guest are unchanged: state0 is POLL, no exit latency */
+	struct kr_idle_state halt[2] = { { .name = "POLL", .latency_us = 0 },
+					 { .name = "haltpoll idle", .latency_us = 1 } };
+	uint64_t polled[2] = { 12030, 0 }, halted[2] = { 100, 450 };
+	assert_true(hwts_entries(polled, halt, 2, 300, E_QOS) < 0.1);
+	assert_true(hwts_entries(halted, halt, 2, 300, E_QOS) > 1.4);
+	/* the FAIL names the deepest state entered in the idle blocks */
+	double pp[3] = { 0.2, 1.3, 0 };
+	char c[3][320];
+	snprintf(sys, sizeof(sys), "%s/arm64-psci", HWTS_TESTDATA);
+	assert_true(hwts_causes(sys, 1, pp, 10, c) >= 1);
+	assert_non_null(strstr(c[0], "cpu-sleep (exit 1500 us, driver psci_idle)"));
+	assert_null(strstr(c[0], "max_cstate"));
+}
+
+/* --peer: kernel->user starts at the RX stamp, on the CPU taking the NIC's interrupt; a
+ * PASS stands only when that is the measured CPU (else SKIP 129: before, a C-state exit
+ * on the interrupt's CPU was unseen and the run PASSed). Recorded /proc/interrupts. */
+static void peer_nic_interrupts(void **state)
+{
+	char path[512], *text;
+	uint64_t per[4] = { 0 }, all;
+	int top;
+	(void)state;
+
+	/* this guest: eth0 is virtio2 (MSI-X 37 config, 38 input.0, 39 output.0): only the
+	 * RX vector counts, TX completions (on cpu0) do not delay a packet in */
+	snprintf(path, sizeof(path), "%s/irq/virtio-guest.txt", HWTS_TESTDATA);
+	assert_non_null(text = kr_read_text(path));
+	int vec[3] = { 37, 38, 39 };
+	assert_int_equal(nic_irqs(text, "eth0", vec, 3, per, 4), 1);
+	assert_true(per[0] == 0 && per[1] == 7990);
+	assert_true(nic_on(per, 2, 1, &top, &all) && all == 7990);
+	assert_false(nic_on(per, 2, 0, &top, &all)); /* --cpu 0: the IRQ is on cpu1 */
+	assert_int_equal(top, 1);
+	free(text);
+	/* a multiqueue NIC by name: eth1's queues, not eth10's nor its link vector */
+	snprintf(path, sizeof(path), "%s/irq/ixgbe.txt", HWTS_TESTDATA);
+	assert_non_null(text = kr_read_text(path));
+	memset(per, 0, sizeof(per));
+	assert_int_equal(nic_irqs(text, "eth1", NULL, 0, per, 4), 3);
+	assert_true(per[0] == 512 && per[1] == 9004 && per[2] == 0 && per[3] == 77);
+	assert_true(nic_on(per, 4, 1, &top, &all)); /* 93.9 % */
+	assert_false(nic_on(per, 4, 3, &top, &all));
+	assert_int_equal(top, 1);
+	memset(per, 0, sizeof(per));
+	assert_int_equal(nic_irqs(text, "eth7", NULL, 0, per, 4), 0); /* not found */
+	uint64_t none[2] = { 0, 0 };
+	assert_false(nic_on(none, 2, 1, &top, &all)); /* no interrupt: not judged */
+	free(text);
 }
 
 /* the known causes of a FAIL from recorded sysfs text (testdata/README) */
@@ -245,6 +326,8 @@ int main(void)
 		cmocka_unit_test(rule_edges),
 		cmocka_unit_test(idled_between_packets),
 		cmocka_unit_test(idle_states),
+		cmocka_unit_test(arm64_wfi_under_pmqos),
+		cmocka_unit_test(peer_nic_interrupts),
 		cmocka_unit_test(causes_of_a_haltpoll_guest),
 		cmocka_unit_test(causes_of_an_intel_host),
 		cmocka_unit_test(causes_without_a_driver),

@@ -10,7 +10,8 @@
  * UDP at Poisson spacing over loopback in a netns of our own; RPS steers NET_RX to a
  * victim CPU, where a probe spins and sums its clock steps above cfg.gap_ns: the time it
  * lost. Less run delay and steal, that is irq time; the part of it still in the probe's
- * CPU time was charged: hidden = charged / lost, busy less baseline; ~1 FAIL, ~0 PASS.
+ * CPU time was charged: hidden = charged / lost, busy less baseline; ~1 FAIL (0.98-1.01
+ * measured), 0.07-0.28 with the option (TCG, quiet host) PASS.
  */
 #include "krepro.h"
 
@@ -23,7 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define PASS_BELOW 0.3 /* hidden below: precise irq time accounting */
+#define PASS_BELOW 0.3 /* hidden below: precise irq time accounting (0.07-0.278 seen) */
 #define SLICES 10      /* of baseline and of busy per repeat, ABBA: drift cancels */
 #define MAX_DELAY 25.0 /* ms/s run delay from other tasks (idle 0.2, a build > 40) */
 #define MAX_BASE 100.0 /* ms/s lost without traffic (quiet 11-42, TCG 70; host load) */
@@ -490,7 +491,10 @@ int main(int argc, char **argv)
 			"NET_RX softirq load on a victim CPU (Poisson UDP over loopback, RPS). A\n"
 			"probe spinning there sums the clock gaps above --gap (the time it lost);\n"
 			"its CPU time, run delay and steal show how much was charged to it, less\n"
-			"a no-traffic baseline: hidden = charged / lost (~1 charged, ~0 precise).\n"
+			"a no-traffic baseline: hidden = charged / lost. Measured: 0.98-1.01\n"
+			"without CONFIG_IRQ_TIME_ACCOUNTING, 0.07-0.28 with it (TCG, quiet\n"
+			"host), -0.42 to 0.81 on a loaded host. PASS below 0.3, FAIL above\n"
+			"0.7 (--threshold); in between SKIP 125 inconclusive.\n"
 			"Also: /proc/stat's softirq column against the real loss. ksoftirqd/CPU\n"
 			"runs at SCHED_FIFO 1 (journaled): on 4.9-6.4 it takes NET_RX otherwise.",
 		.example = "irqacct --rate 60000 --format json",

@@ -139,17 +139,19 @@ static int hwtstamp_ioctl(const char *ifname, struct hwtstamp_config *cfg, unsig
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%.15s", ifname); /* IFNAMSIZ - 1 */
-	int r = ioctl(fd, req, &ifr);
+	int r = ioctl(fd, req, &ifr), e = errno;
 	close(fd);
-	return r;
+	return errno = e, r;
 }
 
 int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter)
 {
 	struct hwtstamp_config old = { 0 }, cfg = { .tx_type = tx_type, .rx_filter = rx_filter };
 
-	/* a driver without SIOCGHWTSTAMP leaves old as it is: off, the usual default */
-	hwtstamp_ioctl(ifname, &old, SIOCGHWTSTAMP);
+	/* a driver without SIOCGHWTSTAMP cannot say what to restore: "off" would be a guess,
+	 * and it would break ptp4l or chrony using the NIC's stamps; nothing is changed */
+	if (hwtstamp_ioctl(ifname, &old, SIOCGHWTSTAMP) < 0)
+		return -2;
 	return journal_append("hwtstamp\t%s\t%d\t%d\n", ifname, old.tx_type, old.rx_filter)
 	       ? -1 : hwtstamp_ioctl(ifname, &cfg, SIOCSHWTSTAMP);
 }

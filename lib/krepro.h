@@ -496,7 +496,9 @@ int kr_journal_unlink(const char *path);
 /* Set another task's policy/prio, journaling the old one (matched by starttime on restore). */
 int kr_journal_sched(pid_t tid, int policy, int prio);
 #ifndef KR_MAIL
-/* SIOCSHWTSTAMP on a NIC of the root namespace, journaling its current config. */
+/* SIOCSHWTSTAMP on a NIC of the root namespace, journaling its current config: 0, -1
+ * (errno) when it fails, -2 (errno of SIOCGHWTSTAMP) when the driver cannot report its
+ * current config: then nothing is changed (restoring a guess would break ptp4l, chrony) */
 int kr_journal_hwtstamp(const char *ifname, int tx_type, int rx_filter);
 #else /* the mail form leaves out hardware timestamping (CONTRACT.md section 8) */
 static inline int kr_journal_hwtstamp(const char *i, int t, int r)

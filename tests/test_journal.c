@@ -324,6 +324,25 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
+/* A NIC whose driver cannot report its stamping config (SIOCGHWTSTAMP: lo has none) is
+ * left alone: -2, nothing journaled. Before, "off" was journaled as a guess and set back
+ * on restore, under ptp4l or chrony where the config was on. */
+static void test_hwtstamp_unknown_config_refused(void **state)
+{
+	char jf[700], text[4096] = "";
+	(void)state;
+	snprintf(jf, sizeof(jf), "%s/journal.%d", rundir, (int)getpid());
+	errno = 0;
+	assert_int_equal(kr_journal_hwtstamp("lo", 1, 1), -2);
+	assert_true(errno == EOPNOTSUPP || errno == EINVAL || errno == ENOTTY);
+	assert_int_equal(kr_journal_hwtstamp("krepro-nonic0", 1, 1), -2);
+	assert_int_equal(errno, ENODEV);
+	if (access(jf, F_OK) == 0)
+		assert_true(kr_read_file(jf, text, sizeof(text)) >= 0);
+	assert_null(strstr(text, "hwtstamp"));
+	assert_int_equal(kr_journal_restore(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_gone_and_unknown_entries),
 		cmocka_unit_test(test_unlink_entry),
 		cmocka_unit_test(test_child_entry_not_waited_for),
+		cmocka_unit_test(test_hwtstamp_unknown_config_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
