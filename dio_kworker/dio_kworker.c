@@ -380,7 +380,8 @@ static int dio_run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "dio_kworker", .metric = "ratio", .fail_below = true, .unit = "",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
+	.flags = KR_NEEDS_ROOT | KR_MITIGATE_NEEDS_KTHREADS | KR_OPT_CPU | KR_OPT_SEED |
+		 KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.threshold = 0.5, .threshold_min = 0.001, .threshold_max = 1.0,
 	.rule = "FAIL when test IOPS / baseline IOPS < threshold (0.5: measured 0.001-0.016\n"
 		"  when starved, 0.9-4.0 with the kworkers raised or on another CPU)",
