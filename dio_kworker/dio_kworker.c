@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -272,6 +273,35 @@ static bool dio_irq_routed(const struct dio_phase *ph, unsigned qd)
 	return ph->irq_here * qd >= ph->done;
 }
 
+/* The test files of runs that died (a panic while bisecting: their journal was on tmpfs;
+ * a SIGKILL of the mail form), removed and named: the krepro-dio_kworker-PID directories
+ * here whose data file no process holds locked (a run locks its own). A lock, not the
+ * PID: after a reboot the PID may be another process's. dir: the current one, to name. */
+static void dio_remove_stale(const char *dir)
+{
+	char data[PATH_MAX];
+	glob_t g;
+
+	if (glob("krepro-dio_kworker-*", GLOB_ONLYDIR, NULL, &g))
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		snprintf(data, sizeof(data), "%s/data", g.gl_pathv[i]);
+		int fd = open(data, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd); /* a live run's */
+			continue;
+		}
+		if ((unlink(data) == 0 || errno == ENOENT) && rmdir(g.gl_pathv[i]) == 0)
+			kr_warn("removed %s/%s, left by a run that died", dir, g.gl_pathv[i]);
+		else
+			kr_warn("cannot remove %s/%s, left by a run that died: %s", dir,
+				g.gl_pathv[i], strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	globfree(&g);
+}
+
 static int dio_run(const struct kr_opts *o)
 {
 	static struct kr_cpus ok;
@@ -284,8 +314,12 @@ static int dio_run(const struct kr_opts *o)
 	enum kr_verdict votes[100];
 	double ratio = 0, waited_ms = 0; /* the repeats' mean; the longest wait of a SKIP */
 
-	/* before anything changes: a disk filesystem with room, AIO, SCHED_FIFO, the CPU */
-	if (statfs(".", &fs) < 0 || stat(".", &st) < 0 || !getcwd(tmp, sizeof(tmp) - 40))
+	/* before anything changes: a disk filesystem with room, AIO, SCHED_FIFO, the CPU;
+	 * what died runs left here is no change, and its room counts */
+	if (!getcwd(tmp, sizeof(tmp) - 40))
+		return kr_error("the current directory: %s", strerror(errno));
+	dio_remove_stale(tmp);
+	if (statfs(".", &fs) < 0 || stat(".", &st) < 0)
 		return kr_error("the current directory: %s", strerror(errno));
 	if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
 		return kr_skip(129, "the current directory is on tmpfs: run it on a disk");
@@ -321,7 +355,7 @@ static int dio_run(const struct kr_opts *o)
 	else
 		kr_env_standard(NULL), kr_say("completion CPU %d", cpu);
 
-	/* the test file in a temp dir, both removed on exit */
+	/* the test file in a temp dir, both removed on exit (after a panic, by the next run) */
 	snprintf(tmp + strlen(tmp), 40, "/krepro-dio_kworker-%d", (int)getpid());
 	snprintf(path, sizeof(path), "%s/data", tmp);
 	if (kr_journal_mkdir(tmp, 0700) < 0 || kr_journal_unlink(path) < 0)
@@ -329,6 +363,7 @@ static int dio_run(const struct kr_opts *o)
 	if ((fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600)) < 0)
 		return errno == EINVAL ? kr_skip(129, "this filesystem has no O_DIRECT")
 				       : kr_error("create %s: %s", path, strerror(errno));
+	flock(fd, LOCK_EX); /* this run's: not one that died (dio_remove_stale) */
 	if (fallocate(fd, 0, 0, (off_t)cfg.size) < 0)
 		return errno == EOPNOTSUPP ? kr_skip(129, "this filesystem has no fallocate()")
 					   : kr_error("fallocate %s: %s", path, strerror(errno));
@@ -380,7 +415,8 @@ static int dio_run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "dio_kworker", .metric = "ratio", .fail_below = true, .unit = "",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_MITIGATE | KR_OPT_REPEAT,
+	.flags = KR_NEEDS_ROOT | KR_MITIGATE_NEEDS_KTHREADS | KR_OPT_CPU | KR_OPT_SEED |
+		 KR_OPT_MITIGATE | KR_OPT_REPEAT,
 	.threshold = 0.5, .threshold_min = 0.001, .threshold_max = 1.0,
 	.rule = "FAIL when test IOPS / baseline IOPS < threshold (0.5: measured 0.001-0.016\n"
 		"  when starved, 0.9-4.0 with the kworkers raised or on another CPU)",

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <cmocka.h>
@@ -270,6 +271,77 @@ static void irq_routing_from_recorded_counts(void **state)
 	assert_true(dio_irq_routed(&ph, 32));
 }
 
+static void plant(const char *dir, bool data)
+{
+	assert_int_equal(mkdir(dir, 0700), 0);
+	if (data) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/data", dir);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("1 GiB in a real run\n", f);
+		fclose(f);
+	}
+}
+
+/* A kernel panic while bisecting leaves krepro-dio_kworker-PID/data (1 GiB) and no journal
+ * (tmpfs): the next run removes it and says so; a live run's directory stays */
+static void stale_test_files_removed(void **state)
+{
+	char top[] = "/tmp/krepro-test-dio-XXXXXX", cwd[PATH_MAX], dead[64], empty[64],
+	     live[64], live_data[80], log[PATH_MAX], said[1024] = "";
+	pid_t pid = fork();
+	int status, err = dup(STDERR_FILENO), fd;
+
+	(void)state;
+	if (!pid)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid); /* a dead PID */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_non_null(mkdtemp(top));
+	assert_int_equal(chdir(top), 0);
+	snprintf(dead, sizeof(dead), "krepro-dio_kworker-%d", (int)pid);
+	snprintf(empty, sizeof(empty), "krepro-dio_kworker-%d", (int)pid + 100000);
+	snprintf(live, sizeof(live), "krepro-dio_kworker-%d", (int)getpid());
+	snprintf(live_data, sizeof(live_data), "%s/data", live);
+	plant(dead, true);
+	plant(empty, false); /* died between its mkdir and its file */
+	plant(live, true);
+	plant("krepro-other", true);
+	fd = open(live_data, O_RDONLY);
+	assert_int_equal(flock(fd, LOCK_EX), 0); /* as a run holds its own */
+
+	snprintf(log, sizeof(log), "%s/stderr", top); /* not a run's name: stays */
+	int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(logfd >= 0);
+	fflush(stderr);
+	dup2(logfd, STDERR_FILENO);
+	dio_remove_stale(top);
+	fflush(stderr);
+	dup2(err, STDERR_FILENO);
+	close(err);
+	close(logfd);
+	kr_read_file(log, said, sizeof(said));
+	unlink(log);
+	printf("%s\n", said);
+
+	assert_int_equal(access(dead, F_OK), -1);
+	assert_int_equal(access(empty, F_OK), -1);
+	assert_int_equal(access(live_data, F_OK), 0);
+	assert_int_equal(access("krepro-other/data", F_OK), 0);
+	char want[PATH_MAX + 128];
+	snprintf(want, sizeof(want), "removed %s/%s, left by a run that died", top, dead);
+	assert_non_null(strstr(said, want));
+	snprintf(want, sizeof(want), "removed %s/%s, left by a run that died", top, empty);
+	assert_non_null(strstr(said, want));
+	assert_null(strstr(said, live));
+	close(fd);
+
+	unlink(live_data), rmdir(live), unlink("krepro-other/data"), rmdir("krepro-other");
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(rmdir(top), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +351,7 @@ int main(void)
 		cmocka_unit_test(rule_without_baseline_is_error),
 		cmocka_unit_test(offsets_are_a_shuffled_bijection),
 		cmocka_unit_test(irq_routing_from_recorded_counts),
+		cmocka_unit_test(stale_test_files_removed),
 	};
 	const struct CMUnitTest devices[] = {
 		cmocka_unit_test(device_partition_and_disk),

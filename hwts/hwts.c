@@ -371,16 +371,17 @@ static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable = { 0, NULL };
 	char drv[64], gov[64];
-	int r;
+	int r, nusable = kr_usable_cpus(&usable);
 
 	/* the measured CPU (--cpu, default the highest usable one) and the sender's */
-	bool cpus_ok = kr_usable_cpus(&usable) >= 2 &&
+	bool cpus_ok = nusable >= 2 &&
 		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
 	kr_cpus_free(&usable);
 	kr_env_cpu(rx_cpu);
 	kr_env_standard(more.env);
 	if (!cpus_ok)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 online CPUs (sender and reader)");
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 usable CPUs (sender, reader); "
+			       "affinity: %d of %ld online", nusable, sysconf(_SC_NPROCESSORS_ONLN));
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
 	for (int k = 0; k < nstates; k++) /* the states awake keeps the CPU out of */

@@ -32,6 +32,17 @@ done
 "$prog" --awake never >/dev/null 2>&1; check "--awake never rejected" 128 $?
 "$prog" --iface eth0 >/dev/null 2>&1; check "--iface without --peer rejected" 128 $?
 
+# an affinity of one CPU of several online (taskset, a container's cpuset): too few CPUs
+# it may use, not too few online ones (it said "needs 2 online CPUs"); nothing changed
+online=$(getconf _NPROCESSORS_ONLN)
+if [ "$online" -ge 2 ]; then
+	first=$(cut -d, -f1 /sys/devices/system/cpu/online | cut -d- -f1)
+	taskset -c "$first" "$prog" --wait 120 >"$tmp/one.txt" 2>/dev/null
+	check "an affinity of one CPU: SKIP 129" 129 $?
+	check "an affinity of one CPU: the reason" "hwts: SKIP needs 2 usable CPUs (sender, \
+reader); affinity: 1 of $online online" "$(tail -1 "$tmp/one.txt")"
+fi
+
 # run ARGS...: hwts with up to 3 tries while it is inconclusive because other tasks kept
 # the receiver CPU from idling or kept it busy, or the host's noise made polling blocks
 # late (SKIP 125 "idled", "busy", "left no idle state"); sets rc

@@ -326,7 +326,7 @@ static int run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "irqacct",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
+	.flags = KR_NEEDS_ROOT | KR_NEEDS_KTHREADS | KR_OPT_CPU | KR_OPT_SEED | KR_OPT_REPEAT,
 	.metric = "hidden", .unit = "", .threshold = 0.7, .threshold_min = 0.35, .threshold_max = 1.0,
 	.rule = "FAIL when hidden > threshold, PASS below 0.3, with irq loss >= min_lost "
 		"(50 ms/s), run delay from other tasks <= 25 and baseline loss <= 100 ms/s; "

@@ -253,7 +253,7 @@ const char *kr_backlog_threaded(void)
 	pid_t t;
 
 	/* the threads themselves, where kernel threads are visible (not in a PID namespace) */
-	if (kr_find_kthreads("kthreadd", &t, 1) != 1)
+	if (!kr_kthreads_visible())
 		return why;
 	if (kr_find_kthreads("backlog_napi/*", &t, 1) != 1)
 		return NULL;

@@ -66,6 +66,11 @@ enum {
 	KR_OPT_TRIGGER = 1 << 4, /* program takes --trigger */
 	KR_OPT_MITIGATE = 1 << 5,/* program takes --mitigate */
 	KR_OPT_REPEAT = 1 << 6,	 /* program takes --repeat N */
+	/* SKIP 129 where kernel threads are not visible (a PID namespace of its own, as in a
+	 * container: ksoftirqd/N, kworkers, napi threads are not in its /proc), before
+	 * anything changes: always, or only with --mitigate (it changes kernel threads) */
+	KR_NEEDS_KTHREADS = 1 << 7,
+	KR_MITIGATE_NEEDS_KTHREADS = 1 << 8,
 };
 
 /* The shared options (CONTRACT.md section 6). */
@@ -317,6 +322,12 @@ int kr_find_tasks(const char *glob, pid_t *tids, int max);
 /* The same among kernel threads only (children of kthreadd from /proc/2/task/2/children,
  * else processes with PF_KTHREAD): cheap enough to repeat on hosts with 10k threads. */
 int kr_find_kthreads(const char *glob, pid_t *tids, int max);
+/* Kernel threads are visible: PID 2 is kthreadd, a child of the idle task (ppid 0). Not
+ * in a PID namespace of its own: its PID 2 is one of its processes, or none. */
+bool kr_kthreads_visible(void);
+/* KR_NEEDS_KTHREADS, KR_MITIGATE_NEEDS_KTHREADS: NULL when prog with opts may go on, else
+ * the reason of its SKIP 129, with what to do said (both harnesses, before any change) */
+const char *kr_kthreads_missing(const struct kr_prog *prog, const struct kr_opts *opts);
 
 /* a whole file of any size (/proc files report size 0): malloc'd, NUL-terminated; NULL
  * with errno */

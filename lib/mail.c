@@ -275,6 +275,9 @@ int kr_mail_main(const struct kr_prog *p, struct kr_opts *o, int argc, char **ar
 	kr_cpus_init();
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings)");
+	const char *why = kr_kthreads_missing(p, o);
+	if (why)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s", why);
 	snprintf(stop_msg, sizeof(stop_msg), "\n%s: ERROR stopped by a signal, its time cap or "
 		 "a crash; changes undone\n", p->name);
 	for (const int *s = (const int[]){ SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGSEGV, SIGBUS,

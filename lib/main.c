@@ -150,6 +150,10 @@ static void print_usage(const struct kr_prog *p, const struct kr_cli *c)
 	      "  125 SKIP: this kernel cannot run it, or inconclusive (bisect: skip)\n"
 	      "  128 ERROR: bad usage or tool failure (bisect: abort)\n"
 	      "  129 SKIP: this machine or user cannot run it (bisect: abort)");
+	if (p->flags & (KR_NEEDS_KTHREADS | KR_MITIGATE_NEEDS_KTHREADS))
+		usage(0, "  129 also%s where kernel threads are not visible (a PID namespace "
+		      "of its own, as in a container): run it in the host's",
+		      p->flags & KR_NEEDS_KTHREADS ? "" : " with --mitigate");
 	usage(0, "  4 SKIP (125 and 129) in kselftest mode, as kselftest's KSFT_SKIP");
 	usage(0, "\nExample:\n  %s", c->example);
 }
@@ -501,6 +505,11 @@ int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **ar
 	}
 	if ((p->flags & KR_NEEDS_ROOT) && geteuid() != 0)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs root (it changes kernel settings, journaled)");
+	/* before the lock and the restore of others' journals: in a PID namespace of its own
+	 * their pids are not this /proc's */
+	const char *why = kr_kthreads_missing(p, &the_opts);
+	if (why)
+		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s", why);
 
 	on_stop_signals(note_pre_run_signal, false);
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {

@@ -355,6 +355,25 @@ int kr_find_kthreads(const char *pattern, pid_t *tids, int max)
 	return n;
 }
 
+bool kr_kthreads_visible(void)
+{
+	char stat[512] = "";
+	int ppid = -1;
+
+	kr_read_file("/proc/2/stat", stat, sizeof(stat));
+	return sscanf(stat, "2 (kthreadd) %*c %d", &ppid) == 1 && ppid == 0;
+}
+
+const char *kr_kthreads_missing(const struct kr_prog *p, const struct kr_opts *o)
+{
+	unsigned need = KR_NEEDS_KTHREADS | (o->mitigate ? KR_MITIGATE_NEEDS_KTHREADS : 0);
+
+	if (!(p->flags & need) || kr_kthreads_visible())
+		return NULL;
+	kr_say("PID 2 is not kthreadd here: run it in the host's PID namespace");
+	return "kernel threads not visible: a PID namespace of its own";
+}
+
 /* ---- kernel config ---- */
 int kr_kconfig_parse(const char *text, const char *option, char *buf, size_t len)
 {

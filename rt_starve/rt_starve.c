@@ -439,7 +439,8 @@ static int run(const struct kr_opts *o)
 
 static const struct kr_prog prog = {
 	.name = "rt_starve",
-	.flags = KR_NEEDS_ROOT | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE | KR_OPT_REPEAT,
+	.flags = KR_NEEDS_ROOT | KR_NEEDS_KTHREADS | KR_OPT_CPU | KR_OPT_TRIGGER | KR_OPT_MITIGATE |
+		 KR_OPT_REPEAT,
 	.metric = "in_p50", .unit = "ms", .threshold = 20, .threshold_min = 1,
 	.threshold_max = 900,
 	.rule = "FAIL when the median RTT of probes sent in the burner window exceeds the "

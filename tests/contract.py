@@ -19,6 +19,13 @@ from krstate import snapshot, diff  # noqa: E402
 from checks import FAILS, check, finish, lock_held_elsewhere  # noqa: E402
 
 
+# the programs whose measurement needs kernel threads (ksoftirqd/N, kworkers, napi threads),
+# and with which options: where they are not visible, in a PID namespace of their own (a
+# container's), these end in SKIP 129 before anything changes; the others run there
+KTHREADS = {"rt_starve": [[], ["--mitigate"]], "irqacct": [[]], "dio_kworker": [["--mitigate"]]}
+PIDNS = ["unshare", "--pid", "--fork", "--mount-proc"]
+
+
 def run(argv, env=None, timeout=120, user=None, affinity=None):
     if user:
         argv = ["setpriv", "--reuid", user, "--regid", user, "--clear-groups"] + argv
@@ -178,6 +185,7 @@ def contract(prog):
                 p.kill()
                 p.communicate()
                 check(False, "SIGINT during --wait: still waiting 10 s later")
+            pid_namespace(prog, name, env)
             # kselftest mode keeps 128 for ERROR (kselftest: any exit but 0 and 4 fails)
             code, out, err = run([prog, "--kselftest"], env=env)
             check(code == 128, f"lock held, --kselftest: exit {code}")
@@ -207,6 +215,34 @@ def contract(prog):
               f"not root, kselftest text: exit {code}: {out[-200:]!r}")
         changed = diff(before, quiet_snapshot())
         check(not changed, f"the not-root run changed the machine: {changed}")
+
+
+def pid_namespace(prog, name, env):
+    """In a PID namespace of its own, with the lock held elsewhere: a program that needs
+    kernel threads says SKIP 129 before the lock (so before any change), naming the
+    namespace; the others go on to the lock (ERROR 128, lock held)."""
+    if subprocess.run(PIDNS + ["true"], capture_output=True).returncode != 0:
+        print("PID namespace: unshare --pid refused here, not checked")
+        return
+    mitigate = "--mitigate" in run([prog, "--help"])[1]
+    for args in [[]] + ([["--mitigate"]] if mitigate else []):
+        need = args in KTHREADS.get(name, [])
+        for fmt in ["text", "json"]:
+            code, out, err = run(PIDNS + [prog, "--format", fmt] + args, env=env)
+            what = f"in a PID namespace {' '.join(args)}".rstrip() + f", {fmt}"
+            last = out.strip().split("\n")[-1] if out.strip() else ""
+            print(f"{what}: exit {code}: {last[:100]}")
+            if not need:
+                check(code == 128, f"{what}: exit {code}, expected 128 (lock held): {last!r}")
+                continue
+            if not check(code == 129, f"{what}: exit {code}, expected 129: {last!r} {err!r}"):
+                continue
+            if fmt == "json":
+                d = validate_json(out, code, what) or {}
+                check("PID namespace" in (d.get("reason") or ""), f"{what}: reason {d.get('reason')!r}")
+            else:
+                check(last == f"{name}: SKIP kernel threads not visible: a PID namespace of its "
+                      "own" and "run it in the host's PID namespace" in out, f"{what}: {out!r}")
 
 
 def kernel(prog):
