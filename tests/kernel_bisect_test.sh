@@ -7,13 +7,15 @@
 # endpoint with it reverted, 3 boots each); every commit gets one config hash; summary.txt
 # is within 72 columns; an old endpoint that does not build stops the bisect before git
 # bisect starts, naming the build's error; the tree's checkout and .config are restored.
+# A culprit whose revert does not apply, or NEW being the culprit: "partly verified", exit 3,
+# in summary.txt, result.json and the mail; --no-verify: the mail says not checked.
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 . "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-kbtest.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin" "$tmp/kr/scripts/vm"
 cp "$src/scripts/vm/kernel-bisect" "$src/scripts/vm/bisect-kernel" "$tmp/kr/scripts/vm/"
 cp "$src/scripts/krcompare.py" "$tmp/kr/scripts/"
@@ -73,6 +75,10 @@ g tag -a -m "fixed" v-fixed
 fix=$(git rev-parse v-fixed~1)
 git checkout -q -b side v-good && touch NOBUILD && commit "does not build" && g tag -a -m nb v-nobuild
 echo 5 >filler && commit "still does not build"
+# a culprit that does not revert cleanly on its NEW endpoint: a later commit changes BUG
+git checkout -q -b conflict v-good && echo 6 >filler && commit "a filler" && touch BUG &&
+	commit "the culprit, changed later" && echo later >BUG && commit "changes BUG" && g tag -a -m bad2 v-bad2
+culprit2=$(git rev-parse v-bad2~1)
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -114,6 +120,34 @@ kb fix --fix --term-old broken --term-new fixed v-bad v-fixed
 	bad "fix bisect: exit $rc, first fixed $(first fixed), want $fix: $(tail -n5 "$tmp/kb.log")"
 grep -q '^verify: the culprit is confirmed' "$out/summary.txt" && ok "fix bisect: verified" ||
 	bad "fix bisect: $(cat "$out/summary.txt")"
+
+# the revert does not apply: partly verified, exit 3, never "confirmed" (here and in result.json)
+kb norevert v-good v-bad2
+[ "$rc" = 3 ] && [ "$(first bad)" = "$culprit2" ] && ok "a culprit that does not revert: named, exit 3" ||
+	bad "does not revert: exit $rc, first bad $(first bad), want $culprit2: $(tail -n5 "$tmp/kb.log")"
+sed 's/^ *//' "$out/summary.txt" | tr '\n' ' ' | grep -q "verify: partly verified: revert not run (.*does not revert cleanly" &&
+	! grep -q confirmed "$out/summary.txt" && ok "does not revert: summary.txt says partly verified" ||
+	bad "does not revert: $(cat "$out/summary.txt")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["verification"] == "partly" and r["verified"] == "partly" and "revert not run" in r["verification_note"]))' \
+	"$out/result.json" && ok "does not revert: result.json says partly" || bad "does not revert: result.json"
+same_tree "does not revert"
+# the mail (scripts/report reads result.json): no stronger than the checks
+"$src/scripts/report" --out "$tmp/mail-norevert" --bisect "$out" >/dev/null 2>&1
+m=$(tr '\n' ' ' <"$tmp/mail-norevert/mail.txt" 2>/dev/null)
+echo "$m" | grep -q "partly checked: revert not run" && ! echo "$m" | grep -q "KernelCI does\|confirmed" &&
+	ok "does not revert: the mail says partly checked" || bad "does not revert: mail: $m"
+
+# NEW is the culprit: its revert is not run either
+kb newculprit v-good "$culprit"
+[ "$rc" = 3 ] && grep -q "partly verified: revert not run" "$out/summary.txt" && ! grep -q confirmed "$out/summary.txt" &&
+	ok "NEW is the culprit: partly verified, exit 3" || bad "NEW is the culprit: exit $rc: $(cat "$out/summary.txt")"
+
+# --no-verify: the mail says the culprit was not checked
+kb noverify --no-verify v-good v-bad
+"$src/scripts/report" --out "$tmp/mail-noverify" --bisect "$out" >/dev/null 2>&1
+m=$(tr '\n' ' ' <"$tmp/mail-noverify/mail.txt" 2>/dev/null)
+[ "$rc" = 0 ] && echo "$m" | grep -q "not checked (kernel-bisect --no-verify)" && ! echo "$m" | grep -q "KernelCI does" &&
+	ok "--no-verify: exit 0, the mail says not checked" || bad "--no-verify: exit $rc, mail: $m"
 
 # into the regression's OUT: its record must not be left to read as this run's
 kb reg v-bad v-fixed
