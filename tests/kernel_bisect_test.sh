@@ -9,6 +9,8 @@
 # bisect starts, naming the build's error; the tree's checkout and .config are restored.
 # A culprit whose revert does not apply, or NEW being the culprit: "partly verified", exit 3,
 # in summary.txt, result.json and the mail; --no-verify: the mail says not checked.
+# Only skipped commits left: the candidates listed; a step aborting (128) mid-run: the
+# abort and its reason, exit 128.
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
@@ -31,7 +33,8 @@ case "$*" in
 *bzImage*)
 	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
 	mkdir -p arch/x86/boot
-	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage ;;
+	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
+	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage ;;
 esac
 EOF
 # vmrun: "boots" the image (the -v line naming the release), "runs the program": FAIL on
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
 done
 echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
+if grep -q ABORT "$image"; then echo "standin-vmrun: the host's disk is full" >&2; exit 128; fi
 if grep -q BUG "$image"; then v=FAIL rc=1 x=240; else v=PASS rc=0 x=0.4; fi
 if [ "$json" = 1 ]; then
 	printf '{"program":"standin","verdict":"%s","exit_code":%s,"metric":{"name":"in_p50","value":%s,"unit":"ms"},"threshold":20}\n' "$v" "$rc" "$x"
@@ -79,6 +83,14 @@ echo 5 >filler && commit "still does not build"
 git checkout -q -b conflict v-good && echo 6 >filler && commit "a filler" && touch BUG &&
 	commit "the culprit, changed later" && echo later >BUG && commit "changes BUG" && g tag -a -m bad2 v-bad2
 culprit2=$(git rev-parse v-bad2~1)
+# only skipped commits left: the culprit does not build, nor its successor's parent
+git checkout -q -b skips v-good && echo 7 >filler && commit "a filler" && touch BUG NOBUILD &&
+	commit "the culprit, does not build" && echo 8 >filler && commit "still does not build" &&
+	rm NOBUILD && commit "builds again" && g tag -a -m bad3 v-bad3
+# a step that aborts (exit 128) in the middle of the range
+git checkout -q -b aborts v-good && touch ABORT && commit "aborts" && echo 9 >filler &&
+	commit "aborts too" && touch BUG && commit "aborts, the culprit" && rm ABORT && commit "no abort" &&
+	g tag -a -m bad4 v-bad4
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -141,6 +153,23 @@ echo "$m" | grep -q "partly checked: revert not run" && ! echo "$m" | grep -q "K
 kb newculprit v-good "$culprit"
 [ "$rc" = 3 ] && grep -q "partly verified: revert not run" "$out/summary.txt" && ! grep -q confirmed "$out/summary.txt" &&
 	ok "NEW is the culprit: partly verified, exit 3" || bad "NEW is the culprit: exit $rc: $(cat "$out/summary.txt")"
+
+# git stops with only skipped commits left: the candidates as git lists them
+kb skips v-good v-bad3
+c1=$(git -C "$tree" rev-parse --short=12 v-bad3~2) c2=$(git -C "$tree" rev-parse --short=12 v-bad3~1)
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 1 ] && echo "$s" | grep -q "only skipped commits left; the first bad commit could be any of:" &&
+	echo "$s" | grep -q "$c1 the culprit, does not build" && echo "$s" | grep -q "$c2 still does not build" &&
+	ok "only skipped commits left: exit 1, the candidates listed" || bad "skipped: exit $rc: $s ($c1 $c2)"
+same_tree "skipped"
+
+# a step that aborts (128) mid-run: the abort and its reason, exit 128
+kb aborts v-good v-bad4
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 128 ] && echo "$s" | grep -q "bisect aborted: the step at [0-9a-f]* exited 128: .*disk is full" &&
+	! echo "$s" | grep -q "no first bad" && ok "an abort mid-run: exit 128, the abort and its reason" ||
+	bad "abort: exit $rc: $s"
+same_tree "abort"
 
 # --no-verify: the mail says the culprit was not checked
 kb noverify --no-verify v-good v-bad
