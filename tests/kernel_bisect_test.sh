@@ -10,7 +10,8 @@
 # A culprit whose revert does not apply, or NEW being the culprit: "partly verified", exit 3,
 # in summary.txt, result.json and the mail; --no-verify: the mail says not checked.
 # Only skipped commits left: the candidates listed; a step aborting (128) mid-run: the
-# abort and its reason, exit 128.
+# abort and its reason, exit 128. A kernel that started the program and gave no verdict
+# (vmrun's 124): bad by default, named in steps.txt, summary.txt and the mail; --hang-is skip.
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
@@ -34,7 +35,8 @@ case "$*" in
 	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
 	mkdir -p arch/x86/boot
 	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
-	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage ;;
+	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage
+	[ ! -e HANG ] || echo HANG >>arch/x86/boot/bzImage ;;
 esac
 EOF
 # vmrun: "boots" the image (the -v line naming the release), "runs the program": FAIL on
@@ -48,6 +50,9 @@ while [ $# -gt 0 ]; do
 done
 echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
+if grep -q HANG "$image"; then
+	echo "vmrun: the program started, then no exit code within --timeout 300 s: exit 124" >&2; exit 124
+fi
 if grep -q ABORT "$image"; then echo "standin-vmrun: the host's disk is full" >&2; exit 128; fi
 if grep -q BUG "$image"; then v=FAIL rc=1 x=240; else v=PASS rc=0 x=0.4; fi
 if [ "$json" = 1 ]; then
@@ -91,6 +96,10 @@ git checkout -q -b skips v-good && echo 7 >filler && commit "a filler" && touch 
 git checkout -q -b aborts v-good && touch ABORT && commit "aborts" && echo 9 >filler &&
 	commit "aborts too" && touch BUG && commit "aborts, the culprit" && rm ABORT && commit "no abort" &&
 	g tag -a -m bad4 v-bad4
+# a culprit whose kernel starts the program and never gives a verdict (vmrun's 124)
+git checkout -q -b hangs v-good && echo 10 >filler && commit "a filler" && touch HANG &&
+	commit "the culprit, hangs" && echo 11 >filler && commit "a filler after it" && g tag -a -m bad5 v-bad5
+culprit5=$(git rev-parse v-bad5~1)
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -170,6 +179,22 @@ s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
 	! echo "$s" | grep -q "no first bad" && ok "an abort mid-run: exit 128, the abort and its reason" ||
 	bad "abort: exit $rc: $s"
 same_tree "abort"
+
+# a hang (started, no verdict) counts as bad: the culprit named, the hang said
+kb hang v-good v-bad5
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 0 ] && [ "$(first bad)" = "$culprit5" ] && ok "a hanging culprit: named (a hang counts bad), exit 0" ||
+	bad "hang: exit $rc, first bad $(first bad), want $culprit5: $s"
+grep -q " HANG: the program started, no verdict (counted bad)" "$out/steps.txt" &&
+	echo "$s" | grep -q "hangs: [0-9]* steps* started the program and got no verdict" &&
+	ok "a hang: named in steps.txt and summary.txt" || bad "hang: $(cat "$out/steps.txt") $s"
+"$src/scripts/report" --out "$tmp/mail-hang" --bisect "$out" >/dev/null 2>&1
+tr '\n' ' ' <"$tmp/mail-hang/mail.txt" | tr -s ' ' | grep -q "gave no verdict (a hang, a panic, a lost console), counted as bad" &&
+	ok "a hang: said in the mail" || bad "hang: mail: $(cat "$tmp/mail-hang/mail.txt")"
+# --hang-is skip: NEW hangs too, so the endpoint is a SKIP, not a FAIL
+kb hangskip --hang-is skip v-good v-bad5
+[ "$rc" = 1 ] && grep -q "HANG: the program started, no verdict (--hang-is skip: 125)" "$out/steps.txt" &&
+	ok "--hang-is skip: a hanging endpoint is skipped" || bad "--hang-is skip: exit $rc: $(cat "$out/steps.txt")"
 
 # --no-verify: the mail says the culprit was not checked
 kb noverify --no-verify v-good v-bad
