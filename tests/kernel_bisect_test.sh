@@ -12,6 +12,8 @@
 # Only skipped commits left: the candidates listed; a step aborting (128) mid-run: the
 # abort and its reason, exit 128. A kernel that started the program and gave no verdict
 # (vmrun's 124): bad by default, named in steps.txt, summary.txt and the mail; --hang-is skip.
+# The endpoints run 3 times; a flaky check runs again up to 9 and says so (exit 4); a
+# contradicted one says so (exit 2).
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
@@ -34,7 +36,8 @@ case "$*" in
 *bzImage*)
 	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
 	mkdir -p arch/x86/boot
-	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
+	if [ -e BUG ] || [ -e BUG2 ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
+	[ ! -e FLAKY ] || echo FLAKY >>arch/x86/boot/bzImage
 	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage
 	[ ! -e HANG ] || echo HANG >>arch/x86/boot/bzImage ;;
 esac
@@ -52,6 +55,14 @@ echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
 if grep -q HANG "$image"; then
 	echo "vmrun: the program started, then no exit code within --timeout 300 s: exit 124" >&2; exit 124
+fi
+# FLAKY: every other run a SKIP, in the culprit check's runs only (--format json)
+if [ "$json" = 1 ] && grep -q FLAKY "$image"; then
+	echo x >>"$BOOTS.flaky"
+	if [ $(($(wc -l <"$BOOTS.flaky") % 2)) = 1 ]; then
+		echo '{"program":"standin","verdict":"SKIP","exit_code":125,"metric":{"name":"in_p50","value":null,"unit":"ms"},"threshold":20}'
+		exit 125
+	fi
 fi
 if grep -q ABORT "$image"; then echo "standin-vmrun: the host's disk is full" >&2; exit 128; fi
 if grep -q BUG "$image"; then v=FAIL rc=1 x=240; else v=PASS rc=0 x=0.4; fi
@@ -100,6 +111,12 @@ git checkout -q -b aborts v-good && touch ABORT && commit "aborts" && echo 9 >fi
 git checkout -q -b hangs v-good && echo 10 >filler && commit "a filler" && touch HANG &&
 	commit "the culprit, hangs" && echo 11 >filler && commit "a filler after it" && g tag -a -m bad5 v-bad5
 culprit5=$(git rev-parse v-bad5~1)
+# a culprit whose kernel is flaky in the check (SKIP every other run)
+git checkout -q -b flaky v-good && echo 12 >filler && commit "a filler" && touch BUG FLAKY &&
+	commit "the culprit, flaky" && echo 13 >filler && commit "a filler after it" && g tag -a -m bad6 v-bad6
+# a second bug after the culprit: NEW with the culprit reverted still FAILs
+git checkout -q -b second v-good && echo 14 >filler && commit "a filler" && touch BUG &&
+	commit "the culprit" && touch BUG2 && commit "a second bug" && g tag -a -m bad7 v-bad7
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -195,6 +212,24 @@ tr '\n' ' ' <"$tmp/mail-hang/mail.txt" | tr -s ' ' | grep -q "gave no verdict (a
 kb hangskip --hang-is skip v-good v-bad5
 [ "$rc" = 1 ] && grep -q "HANG: the program started, no verdict (--hang-is skip: 125)" "$out/steps.txt" &&
 	ok "--hang-is skip: a hanging endpoint is skipped" || bad "--hang-is skip: exit $rc: $(cat "$out/steps.txt")"
+
+# the endpoints are checked N times too (--verify-runs, 3), not once
+head -n1 "$tmp/reg/steps.txt" | grep -q " exit 0,0,0 " && sed -n 2p "$tmp/reg/steps.txt" | grep -q " exit 1,1,1 " &&
+	ok "the endpoints run 3 times each" || bad "endpoints: $(head -n2 "$tmp/reg/steps.txt")"
+
+# a check with SKIPs: flaky, run again up to --verify-max-runs (9), then said; exit 4
+kb flaky v-good v-bad6
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+echo "$s" | grep -q "verify: first bad [0-9a-f]*: FAIL [0-9]/9, SKIP [0-9]/9: flaky (SKIPs or mixed verdicts in 9 runs" &&
+	echo "$s" | grep -q "NOT confirmed: flaky" && [ "$rc" = 4 ] && ! echo "$s" | grep -q "contradicted\|is confirmed" &&
+	ok "a flaky check: run to 9, said flaky, exit 4" || bad "flaky: exit $rc: $s"
+
+# the revert still FAILs (a second bug): contradicted, exit 2
+kb second v-good v-bad7
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 2 ] && echo "$s" | grep -q "reverted: PASS 0/3, FAIL 3/3: contradicted (FAIL every time)" &&
+	echo "$s" | grep -q "NOT confirmed: contradicted" && ok "a contradicted check: said, exit 2" ||
+	bad "contradicted: exit $rc: $s"
 
 # --no-verify: the mail says the culprit was not checked
 kb noverify --no-verify v-good v-bad
