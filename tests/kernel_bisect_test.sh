@@ -38,6 +38,7 @@ case "$*" in
 	mkdir -p arch/x86/boot
 	if [ -e BUG ] || [ -e BUG2 ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
 	[ ! -e FLAKY ] || echo FLAKY >>arch/x86/boot/bzImage
+	[ ! -e NOBOOT ] || echo NOBOOT >>arch/x86/boot/bzImage
 	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage
 	[ ! -e HANG ] || echo HANG >>arch/x86/boot/bzImage ;;
 esac
@@ -51,6 +52,10 @@ while [ $# -gt 0 ]; do
 	case "$1" in --kernel) image=$2; shift ;; json) json=1 ;; esac
 	shift
 done
+# NOBOOT: in the culprit check's runs (--format json), the kernel never reaches the program
+if [ "$json" = 1 ] && grep -q NOBOOT "$image"; then
+	echo "vmrun: no exit code within --timeout 300 s: exit 125 (bisect: skip this commit)" >&2; exit 125
+fi
 echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
 if grep -q HANG "$image"; then
@@ -117,6 +122,9 @@ git checkout -q -b flaky v-good && echo 12 >filler && commit "a filler" && touch
 # a second bug after the culprit: NEW with the culprit reverted still FAILs
 git checkout -q -b second v-good && echo 14 >filler && commit "a filler" && touch BUG &&
 	commit "the culprit" && touch BUG2 && commit "a second bug" && g tag -a -m bad7 v-bad7
+# a culprit whose kernel does not boot in the check
+git checkout -q -b noboot v-good && echo 15 >filler && commit "a filler" && touch BUG NOBOOT &&
+	commit "the culprit, does not boot" && echo 16 >filler && commit "a filler after it" && g tag -a -m bad8 v-bad8
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -230,6 +238,13 @@ s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
 [ "$rc" = 2 ] && echo "$s" | grep -q "reverted: PASS 0/3, FAIL 3/3: contradicted (FAIL every time)" &&
 	echo "$s" | grep -q "NOT confirmed: contradicted" && ok "a contradicted check: said, exit 2" ||
 	bad "contradicted: exit $rc: $s"
+
+# the culprit's kernel never reaches the program in the check: unavailable, exit 4
+kb noboot v-good v-bad8
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 4 ] && echo "$s" | grep -q "FAIL 0/3, SKIP 3/3: unavailable (no run reached the program" &&
+	echo "$s" | grep -q "NOT confirmed: unavailable" && ok "an unavailable check: said, exit 4" ||
+	bad "unavailable: exit $rc: $s"
 
 # --no-verify: the mail says the culprit was not checked
 kb noverify --no-verify v-good v-bad
