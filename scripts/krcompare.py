@@ -228,7 +228,8 @@ def run_once(side, prog, args, flock=None, timeout=900):
     rep = parse_report(out)
     if rep is None:
         tail = [l for l in err.strip().splitlines() if l.strip()][-1:] or ["no report"]
-        res.update(verdict="SKIP" if code == 125 else "ERROR", reason=tail[0][:200])
+        # 124: vmrun's "the program started, then no exit code" (a hang, a panic)
+        res.update(verdict={125: "SKIP", 124: "HANG"}.get(code, "ERROR"), reason=tail[0][:200])
         return res
     metric = rep.get("metric") or {}
     val = metric.get("value")

@@ -7,13 +7,20 @@
 # endpoint with it reverted, 3 boots each); every commit gets one config hash; summary.txt
 # is within 72 columns; an old endpoint that does not build stops the bisect before git
 # bisect starts, naming the build's error; the tree's checkout and .config are restored.
+# A culprit whose revert does not apply, or NEW being the culprit: "partly verified", exit 3,
+# in summary.txt, result.json and the mail; --no-verify: the mail says not checked.
+# Only skipped commits left: the candidates listed; a step aborting (128) mid-run: the
+# abort and its reason, exit 128. A kernel that started the program and gave no verdict
+# (vmrun's 124): bad by default, named in steps.txt, summary.txt and the mail; --hang-is skip.
+# The endpoints run 3 times; a flaky check runs again up to 9 and says so (exit 4); a
+# contradicted one says so (exit 2).
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 . "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-kbtest.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin" "$tmp/kr/scripts/vm"
 cp "$src/scripts/vm/kernel-bisect" "$src/scripts/vm/bisect-kernel" "$tmp/kr/scripts/vm/"
 cp "$src/scripts/krcompare.py" "$tmp/kr/scripts/"
@@ -29,7 +36,11 @@ case "$*" in
 *bzImage*)
 	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
 	mkdir -p arch/x86/boot
-	if [ -e BUG ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage ;;
+	if [ -e BUG ] || [ -e BUG2 ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
+	[ ! -e FLAKY ] || echo FLAKY >>arch/x86/boot/bzImage
+	[ ! -e NOBOOT ] || echo NOBOOT >>arch/x86/boot/bzImage
+	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage
+	[ ! -e HANG ] || echo HANG >>arch/x86/boot/bzImage ;;
 esac
 EOF
 # vmrun: "boots" the image (the -v line naming the release), "runs the program": FAIL on
@@ -41,8 +52,24 @@ while [ $# -gt 0 ]; do
 	case "$1" in --kernel) image=$2; shift ;; json) json=1 ;; esac
 	shift
 done
+# NOBOOT: in the culprit check's runs (--format json), the kernel never reaches the program
+if [ "$json" = 1 ] && grep -q NOBOOT "$image"; then
+	echo "vmrun: no exit code within --timeout 300 s: exit 125 (bisect: skip this commit)" >&2; exit 125
+fi
 echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
+if grep -q HANG "$image"; then
+	echo "vmrun: the program started, then no exit code within --timeout 300 s: exit 124" >&2; exit 124
+fi
+# FLAKY: every other run a SKIP, in the culprit check's runs only (--format json)
+if [ "$json" = 1 ] && grep -q FLAKY "$image"; then
+	echo x >>"$BOOTS.flaky"
+	if [ $(($(wc -l <"$BOOTS.flaky") % 2)) = 1 ]; then
+		echo '{"program":"standin","verdict":"SKIP","exit_code":125,"metric":{"name":"in_p50","value":null,"unit":"ms"},"threshold":20}'
+		exit 125
+	fi
+fi
+if grep -q ABORT "$image"; then echo "standin-vmrun: the host's disk is full" >&2; exit 128; fi
 if grep -q BUG "$image"; then v=FAIL rc=1 x=240; else v=PASS rc=0 x=0.4; fi
 if [ "$json" = 1 ]; then
 	printf '{"program":"standin","verdict":"%s","exit_code":%s,"metric":{"name":"in_p50","value":%s,"unit":"ms"},"threshold":20}\n' "$v" "$rc" "$x"
@@ -73,6 +100,31 @@ g tag -a -m "fixed" v-fixed
 fix=$(git rev-parse v-fixed~1)
 git checkout -q -b side v-good && touch NOBUILD && commit "does not build" && g tag -a -m nb v-nobuild
 echo 5 >filler && commit "still does not build"
+# a culprit that does not revert cleanly on its NEW endpoint: a later commit changes BUG
+git checkout -q -b conflict v-good && echo 6 >filler && commit "a filler" && touch BUG &&
+	commit "the culprit, changed later" && echo later >BUG && commit "changes BUG" && g tag -a -m bad2 v-bad2
+culprit2=$(git rev-parse v-bad2~1)
+# only skipped commits left: the culprit does not build, nor its successor's parent
+git checkout -q -b skips v-good && echo 7 >filler && commit "a filler" && touch BUG NOBUILD &&
+	commit "the culprit, does not build" && echo 8 >filler && commit "still does not build" &&
+	rm NOBUILD && commit "builds again" && g tag -a -m bad3 v-bad3
+# a step that aborts (exit 128) in the middle of the range
+git checkout -q -b aborts v-good && touch ABORT && commit "aborts" && echo 9 >filler &&
+	commit "aborts too" && touch BUG && commit "aborts, the culprit" && rm ABORT && commit "no abort" &&
+	g tag -a -m bad4 v-bad4
+# a culprit whose kernel starts the program and never gives a verdict (vmrun's 124)
+git checkout -q -b hangs v-good && echo 10 >filler && commit "a filler" && touch HANG &&
+	commit "the culprit, hangs" && echo 11 >filler && commit "a filler after it" && g tag -a -m bad5 v-bad5
+culprit5=$(git rev-parse v-bad5~1)
+# a culprit whose kernel is flaky in the check (SKIP every other run)
+git checkout -q -b flaky v-good && echo 12 >filler && commit "a filler" && touch BUG FLAKY &&
+	commit "the culprit, flaky" && echo 13 >filler && commit "a filler after it" && g tag -a -m bad6 v-bad6
+# a second bug after the culprit: NEW with the culprit reverted still FAILs
+git checkout -q -b second v-good && echo 14 >filler && commit "a filler" && touch BUG &&
+	commit "the culprit" && touch BUG2 && commit "a second bug" && g tag -a -m bad7 v-bad7
+# a culprit whose kernel does not boot in the check
+git checkout -q -b noboot v-good && echo 15 >filler && commit "a filler" && touch BUG NOBOOT &&
+	commit "the culprit, does not boot" && echo 16 >filler && commit "a filler after it" && g tag -a -m bad8 v-bad8
 git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
@@ -114,6 +166,92 @@ kb fix --fix --term-old broken --term-new fixed v-bad v-fixed
 	bad "fix bisect: exit $rc, first fixed $(first fixed), want $fix: $(tail -n5 "$tmp/kb.log")"
 grep -q '^verify: the culprit is confirmed' "$out/summary.txt" && ok "fix bisect: verified" ||
 	bad "fix bisect: $(cat "$out/summary.txt")"
+
+# the revert does not apply: partly verified, exit 3, never "confirmed" (here and in result.json)
+kb norevert v-good v-bad2
+[ "$rc" = 3 ] && [ "$(first bad)" = "$culprit2" ] && ok "a culprit that does not revert: named, exit 3" ||
+	bad "does not revert: exit $rc, first bad $(first bad), want $culprit2: $(tail -n5 "$tmp/kb.log")"
+sed 's/^ *//' "$out/summary.txt" | tr '\n' ' ' | grep -q "verify: partly verified: revert not run (.*does not revert cleanly" &&
+	! grep -q confirmed "$out/summary.txt" && ok "does not revert: summary.txt says partly verified" ||
+	bad "does not revert: $(cat "$out/summary.txt")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["verification"] == "partly" and r["verified"] == "partly" and "revert not run" in r["verification_note"]))' \
+	"$out/result.json" && ok "does not revert: result.json says partly" || bad "does not revert: result.json"
+same_tree "does not revert"
+# the mail (scripts/report reads result.json): no stronger than the checks
+"$src/scripts/report" --out "$tmp/mail-norevert" --bisect "$out" >/dev/null 2>&1
+m=$(tr '\n' ' ' <"$tmp/mail-norevert/mail.txt" 2>/dev/null)
+echo "$m" | grep -q "partly checked: revert not run" && ! echo "$m" | grep -q "KernelCI does\|confirmed" &&
+	ok "does not revert: the mail says partly checked" || bad "does not revert: mail: $m"
+
+# NEW is the culprit: its revert is not run either
+kb newculprit v-good "$culprit"
+[ "$rc" = 3 ] && grep -q "partly verified: revert not run" "$out/summary.txt" && ! grep -q confirmed "$out/summary.txt" &&
+	ok "NEW is the culprit: partly verified, exit 3" || bad "NEW is the culprit: exit $rc: $(cat "$out/summary.txt")"
+
+# git stops with only skipped commits left: the candidates as git lists them
+kb skips v-good v-bad3
+c1=$(git -C "$tree" rev-parse --short=12 v-bad3~2) c2=$(git -C "$tree" rev-parse --short=12 v-bad3~1)
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 1 ] && echo "$s" | grep -q "only skipped commits left; the first bad commit could be any of:" &&
+	echo "$s" | grep -q "$c1 the culprit, does not build" && echo "$s" | grep -q "$c2 still does not build" &&
+	ok "only skipped commits left: exit 1, the candidates listed" || bad "skipped: exit $rc: $s ($c1 $c2)"
+same_tree "skipped"
+
+# a step that aborts (128) mid-run: the abort and its reason, exit 128
+kb aborts v-good v-bad4
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 128 ] && echo "$s" | grep -q "bisect aborted: the step at [0-9a-f]* exited 128: .*disk is full" &&
+	! echo "$s" | grep -q "no first bad" && ok "an abort mid-run: exit 128, the abort and its reason" ||
+	bad "abort: exit $rc: $s"
+same_tree "abort"
+
+# a hang (started, no verdict) counts as bad: the culprit named, the hang said
+kb hang v-good v-bad5
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 0 ] && [ "$(first bad)" = "$culprit5" ] && ok "a hanging culprit: named (a hang counts bad), exit 0" ||
+	bad "hang: exit $rc, first bad $(first bad), want $culprit5: $s"
+grep -q " HANG: the program started, no verdict (counted bad)" "$out/steps.txt" &&
+	echo "$s" | grep -q "hangs: [0-9]* steps* started the program and got no verdict" &&
+	ok "a hang: named in steps.txt and summary.txt" || bad "hang: $(cat "$out/steps.txt") $s"
+"$src/scripts/report" --out "$tmp/mail-hang" --bisect "$out" >/dev/null 2>&1
+tr '\n' ' ' <"$tmp/mail-hang/mail.txt" | tr -s ' ' | grep -q "gave no verdict (a hang, a panic, a lost console), counted as bad" &&
+	ok "a hang: said in the mail" || bad "hang: mail: $(cat "$tmp/mail-hang/mail.txt")"
+# --hang-is skip: NEW hangs too, so the endpoint is a SKIP, not a FAIL
+kb hangskip --hang-is skip v-good v-bad5
+[ "$rc" = 1 ] && grep -q "HANG: the program started, no verdict (--hang-is skip: 125)" "$out/steps.txt" &&
+	ok "--hang-is skip: a hanging endpoint is skipped" || bad "--hang-is skip: exit $rc: $(cat "$out/steps.txt")"
+
+# the endpoints are checked N times too (--verify-runs, 3), not once
+head -n1 "$tmp/reg/steps.txt" | grep -q " exit 0,0,0 " && sed -n 2p "$tmp/reg/steps.txt" | grep -q " exit 1,1,1 " &&
+	ok "the endpoints run 3 times each" || bad "endpoints: $(head -n2 "$tmp/reg/steps.txt")"
+
+# a check with SKIPs: flaky, run again up to --verify-max-runs (9), then said; exit 4
+kb flaky v-good v-bad6
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+echo "$s" | grep -q "verify: first bad [0-9a-f]*: FAIL [0-9]/9, SKIP [0-9]/9: flaky (SKIPs or mixed verdicts in 9 runs" &&
+	echo "$s" | grep -q "NOT confirmed: flaky" && [ "$rc" = 4 ] && ! echo "$s" | grep -q "contradicted\|is confirmed" &&
+	ok "a flaky check: run to 9, said flaky, exit 4" || bad "flaky: exit $rc: $s"
+
+# the revert still FAILs (a second bug): contradicted, exit 2
+kb second v-good v-bad7
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 2 ] && echo "$s" | grep -q "reverted: PASS 0/3, FAIL 3/3: contradicted (FAIL every time)" &&
+	echo "$s" | grep -q "NOT confirmed: contradicted" && ok "a contradicted check: said, exit 2" ||
+	bad "contradicted: exit $rc: $s"
+
+# the culprit's kernel never reaches the program in the check: unavailable, exit 4
+kb noboot v-good v-bad8
+s=$(tr '\n' ' ' <"$out/summary.txt" | tr -s ' ')
+[ "$rc" = 4 ] && echo "$s" | grep -q "FAIL 0/3, SKIP 3/3: unavailable (no run reached the program" &&
+	echo "$s" | grep -q "NOT confirmed: unavailable" && ok "an unavailable check: said, exit 4" ||
+	bad "unavailable: exit $rc: $s"
+
+# --no-verify: the mail says the culprit was not checked
+kb noverify --no-verify v-good v-bad
+"$src/scripts/report" --out "$tmp/mail-noverify" --bisect "$out" >/dev/null 2>&1
+m=$(tr '\n' ' ' <"$tmp/mail-noverify/mail.txt" 2>/dev/null)
+[ "$rc" = 0 ] && echo "$m" | grep -q "not checked (kernel-bisect --no-verify)" && ! echo "$m" | grep -q "KernelCI does" &&
+	ok "--no-verify: exit 0, the mail says not checked" || bad "--no-verify: exit $rc, mail: $m"
 
 # into the regression's OUT: its record must not be left to read as this run's
 kb reg v-bad v-fixed
