@@ -49,20 +49,16 @@ static enum kr_verdict window_verdict(double throttled, double efficiency, doubl
 	return efficiency <= limit ? KR_FAIL : KR_PASS;
 }
 
-/* The warm-up: max(300 ms, 2 periods, 3x the fill of the per-CPU reserves), at most 8 s.
- * A fixed kernel lets each CPU whose thread sleeps keep min_cfs_rq_runtime (1 ms,
- * __return_cfs_rq_runtime) for good; while they fill, quota goes to reserves, not usage.
- * Default shape: (n - 1) ms from a 0.5 ms/ms pool, >= 298 ms at 150 CPUs, longer as the
- * fast thread wins part of each period's race for the pool; a 1 s window (500 ms of
- * quota, 50 ms of room at 0.90) FAILed a fixed kernel at 150 CPUs when the slow ones won
- * < 66 %, at 202 even at 100 %. 3x: they may win a third (894 ms at 150; README.md). */
+/* The warm-up: max(300 ms, 2 periods, 3x the time a fixed kernel takes to fill the 1 ms
+ * reserve each sleeping CPU keeps, quota that is not usage), at most 8 s: 894 ms at 150
+ * CPUs, where 300 ms could FAIL a fixed kernel (README.md) */
 static int64_t warmup_ns(long reserves)
 {
 	double fill = 3 * (double)reserves * MS * (double)cfg.period_ns / (double)cfg.quota_ns;
-	int64_t w = (int64_t)fmin(fill, 8e9);
+	int64_t w = (int64_t)fmin(fill, 8e9), least = 2 * cfg.period_ns;
 
-	return w > 300 * MS && w > 2 * cfg.period_ns ? w
-	       : 300 * MS > 2 * cfg.period_ns ? 300 * MS : 2 * cfg.period_ns;
+	least = least > 300 * MS ? least : 300 * MS;
+	return w > least ? w : least;
 }
 
 static int64_t cpu_ns(clockid_t c)
