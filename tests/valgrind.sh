@@ -47,24 +47,42 @@ show_errors() {
 	done
 }
 
+# one unit test under memcheck: its line, and exit 1 when it failed
+unit() {
+	local t=$1 n rc start took errs
+	n=$(basename "$t")
+	rm -f "$logdir/$n".*.log
+	start=$(date +%s.%N)
+	# tests look for their data relative to the source tree, as meson runs them
+	(cd "$top" && timeout -s KILL 600 "${vg[@]}" --log-file="$logdir/$n.%p.log" "$t" >"$logdir/$n.out" 2>&1)
+	rc=$?
+	took=$(echo "$(date +%s.%N) - $start" | bc)
+	errs=$(cat "$logdir/$n".*.log | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' | sort -n | tail -n 1)
+	if [ "$rc" = 0 ]; then
+		printf 'unit     %-22s ok   %5.1f s, memcheck errors: %s\n' "$n" "$took" "${errs:-?}"
+	else
+		printf 'unit     %-22s FAIL exit %s, memcheck errors: %s (logs %s/%s.*)\n' "$n" "$rc" "${errs:-?}" "$logdir" "$n"
+		show_errors "$logdir/$n".*.log
+		return 1
+	fi
+}
+
 if [ "$units" = 1 ]; then
+	# memcheck runs a process on one CPU: the unit tests (no timing, no system state) one
+	# per CPU at a time, each printing when all are done
 	for t in "$builddir"/*/test_*; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
+		while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
 		n=$(basename "$t")
-		rm -f "$logdir/$n".*.log
-		start=$(date +%s.%N)
-		# tests look for their data relative to the source tree, as meson runs them
-		(cd "$top" && timeout -s KILL 600 "${vg[@]}" --log-file="$logdir/$n.%p.log" "$t" >"$logdir/$n.out" 2>&1)
-		rc=$?
-		took=$(echo "$(date +%s.%N) - $start" | bc)
-		errs=$(cat "$logdir/$n".*.log | sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' | sort -n | tail -n 1)
-		if [ "$rc" = 0 ]; then
-			printf 'unit     %-22s ok   %5.1f s, memcheck errors: %s\n' "$n" "$took" "${errs:-?}"
-		else
-			printf 'unit     %-22s FAIL exit %s, memcheck errors: %s (logs %s/%s.*)\n' "$n" "$rc" "${errs:-?}" "$logdir" "$n"
-			show_errors "$logdir/$n".*.log
-			failed+=("$n")
-		fi
+		{ unit "$t" >"$logdir/$n.line" 2>&1 || echo "$n" >"$logdir/$n.failed"; } &
+	done
+	wait
+	for t in "$builddir"/*/test_*; do
+		n=$(basename "$t")
+		[ -f "$logdir/$n.line" ] || continue
+		cat "$logdir/$n.line"
+		[ -f "$logdir/$n.failed" ] && failed+=("$n")
+		rm -f "$logdir/$n.line" "$logdir/$n.failed"
 	done
 fi
 

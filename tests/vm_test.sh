@@ -160,10 +160,10 @@ run "--boot-retries 0: no second boot" 125 --accel tcg --boot-retries 0 --kernel
 # --tcg-silence, not left to --timeout. The boot after it is not held to --tcg-silence (a
 # cold or loaded host may take longer than that to print a first line; issue 26): the
 # stand-in keeps it silent for twice the limit before the real qemu even starts.
-standin "exec sleep 600" "sleep 10"
-run "TCG guest silent: booted again" 0 --accel tcg --tcg-silence 5 --kernel "$kernel" \
+standin "exec sleep 600" "sleep 6"
+run "TCG guest silent: booted again" 0 --accel tcg --tcg-silence 3 --kernel "$kernel" \
 	--qemu "$fq/qemu" -- "$fibtest" --version
-grep -q "hung before /init (no console output and no /init within 5 s)" "$err" &&
+grep -q "hung before /init (no console output and no /init within 3 s)" "$err" &&
 	ok "the silent boot was ended by --tcg-silence and said on stderr" || bad "no hang note"
 grep -q "no silence limit now" "$err" && ok "the boot after it: --timeout only" ||
 	bad "the boot after the silent one was held to --tcg-silence"
