@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #if defined(__x86_64__)
-#include <x86intrin.h>
+#include <emmintrin.h> /* SSE2: movnti, sfence (x86intrin.h parses 10x slower) */
 #endif
 
 void kr_fill(void *p, size_t n, bool nt)
