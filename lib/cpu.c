@@ -265,7 +265,7 @@ const char *kr_cpus_unusable(char *buf, size_t len)
 	for (int i = 0; i < 4; i++)
 		kr_cpus_list(&s[i], l[i], sizeof(l[i]));
 	bool aff = s[0].n != s[1].n, i = s[2].n, n = s[3].n;
-	snprintf(buf, len, "usable %s of online %s%s%s%s%s%s%s%s", s[0].n ? l[0] : "none", l[1],
+	snprintf(buf, len, "usable CPUs %s, online %s%s%s%s%s%s%s%s", s[0].n ? l[0] : "none", l[1],
 		 aff ? " (affinity: cpuset, taskset" : "", aff && i ? ", isolcpus" : "",
 		 aff ? ")" : "", i ? "; isolated " : "", l[2], n ? "; nohz_full " : "", l[3]);
 	for (int k = 0; k < 4; k++)

@@ -478,7 +478,7 @@ int kr_cpu_pick(const struct kr_cpus *usable, int want, int *victim, int *other)
  * nohz_full and isolated CPUs: the kernel refuses RPS to isolated ones) */
 int kr_cpu_pick_avoiding(const struct kr_cpus *usable, const struct kr_cpus *avoid, int want,
 			 int *victim, int *other);
-/* why a run has fewer CPUs than are online: "usable 0 of online 0-1 (affinity: cpuset,
+/* why a run has fewer CPUs than are online: "usable CPUs 0, online 0-1 (affinity: cpuset,
  * taskset, isolcpus); isolated 1; nohz_full 1", for SKIP reasons */
 const char *kr_cpus_unusable(char *buf, size_t len);
 /* "nohz_full", "isolated", "nohz_full,isolated" or "" (from /sys/devices/system/cpu/) */
