@@ -265,6 +265,18 @@ def whole(tmp):
     check(r.returncode == 0 and mail is None and "PASS: nothing to report" in r.stdout and
           os.path.exists(os.path.join(out, "no-mail.txt")), f"PASS on both sides: no mail: {r.stdout}")
 
+    # PASS on both sides, but the delay tripled: a performance regression gets its mail
+    slow = ["- 3", "- 3.2", "- 3.1", "- 2.9", "- 3", "--trigger 9", "--trigger 9.5", "--trigger 9.2",
+            "--trigger 9.1", "--trigger 8.9"]
+    p, cmp, _ = compare(tmp, "slow", slow, ["--host", "-n", "5", "--b-args", "--trigger"])
+    check(cmp and cmp["separate"] and cmp["direction"] == "regression", "PASS to PASS, tripled: a regression")
+    r, mail, out = report(tmp, "slow", os.path.join(tmp, "slow.json"))
+    check(r.returncode == 0 and mail and "regression (a higher delay is worse): +" in flat(mail),
+          f"a separate regression without a FAIL still gets its mail: {r.stdout}")
+    if mail:
+        check(mail.startswith("Subject: [krepro] standin: +") and "delay regression" in mail.split("\n")[0],
+              "subject names the change: " + mail.split("\n")[0])
+
     # a recorded comparison judged again, without a run: TCG marked, the direction said
     js = os.path.join(tmp, "rejudged.json")
     p = subprocess.run([os.path.join(TOP, "scripts", "compare"), "--rejudge",
