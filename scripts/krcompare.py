@@ -309,8 +309,15 @@ def program_compiler(prog):
     return _first_line(cc + ["--version"])
 
 
-def kernel_compiler(config):
-    """CONFIG_CC_VERSION_TEXT of a kernel's config, where the config is known"""
+def kernel_compiler(k):
+    """CONFIG_CC_VERSION_TEXT of kernel K's config (kernel_spec's dict), where its config
+    is known: its "config", or a config-RELEASE beside a vmlinuz-RELEASE (Debian's /boot)"""
+    if not isinstance(k, dict):
+        return None
+    config = k.get("config")
+    img = k.get("image") or ""
+    if not config and os.path.basename(img).startswith("vmlinuz-"):
+        config = os.path.join(os.path.dirname(img), "config-" + os.path.basename(img)[len("vmlinuz-"):])
     m = re.search(r'^CONFIG_CC_VERSION_TEXT="(.*)"$', read(config) if config else "", re.M)
     return m.group(1) if m else None
 
@@ -326,8 +333,7 @@ def provenance(sides, prog=None, started=None, qemu="qemu-system-x86_64"):
             "host": host_info(), "accelerator": "/".join(accels) if accels else None,
             "qemu": _first_line([qemu, "--version"]) if guests else None,
             "compiler": program_compiler(prog) if prog else None,
-            "kernel_compilers": [kernel_compiler((s.get("kernel") or {}).get("config"))
-                                 if isinstance(s.get("kernel"), dict) else None for s in sides]}
+            "kernel_compilers": [kernel_compiler(s.get("kernel")) for s in sides]}
 
 
 # ---- statistics and the table --------------------------------------------------------------------

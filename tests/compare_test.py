@@ -293,10 +293,29 @@ def whole(tmp):
         check(p.returncode == 128, f"{why}: exit {p.returncode}, want 128")
 
 
+def provenance(tmp):
+    """the kernel's compiler, from its config or the Debian config beside its vmlinuz"""
+    boot = os.path.join(tmp, "boot")
+    os.makedirs(boot)
+    for f, text in (("vmlinuz-6.1.0-9-amd64", ""), ("config-6.1.0-9-amd64",
+                    'CONFIG_CC_VERSION_TEXT="gcc-12 (Debian 12.2.0-14) 12.2.0"\n')):
+        with open(os.path.join(boot, f), "w") as fh:
+            fh.write(text)
+    deb = {"image": os.path.join(boot, "vmlinuz-6.1.0-9-amd64"), "config": None}
+    check(krcompare.kernel_compiler(deb) == "gcc-12 (Debian 12.2.0-14) 12.2.0", "a Debian kernel's compiler")
+    check(krcompare.kernel_compiler({"image": "/x/bzImage", "config": None}) is None and
+          krcompare.kernel_compiler(None) is None, "unknown: None")
+    pv = krcompare.provenance([{"kernel": deb, "runs": [{"accel": "TCG"}]}, {"kernel": None, "runs": [{"accel": "bare"}]}],
+                              qemu="/nonexistent/qemu")
+    check(pv["accelerator"] == "TCG/bare" and pv["kernel_compilers"] == ["gcc-12 (Debian 12.2.0-14) 12.2.0", None]
+          and pv["qemu"] is None and pv["host"]["cpus"], f"provenance: {pv}")
+
+
 def main():
     unit()
     self_compare()
     with tempfile.TemporaryDirectory(prefix="krepro-compare-") as tmp:
+        provenance(tmp)
         whole(tmp)
     finish()
 
