@@ -10,16 +10,30 @@ and scripts/report (the mail). Reads each run's `--format json` report, and of i
 verdict, exit_code, metric {name, value, unit}, threshold, rule, environment and
 known_causes (or causes): never the text.
 
-Separate (LKP's rule): at least 3 conclusive runs (PASS or FAIL with a metric value) on
-each side, and the two ranges [min, max] do not overlap.
+Separate, as lkp-tests judges a change (lib/stats.rb, StatSummary and the gap rule of
+is_changed_stats / ChangedStat#change? with its default gap distance 2; krepro's own code):
+on each side the conclusive runs (PASS or FAIL with a metric value), at least MIN_RUNS of
+them, sorted, n/32 of them (at most 3) trimmed off each end as outliers; each side's min,
+median and max of what is left; then the two ranges do not overlap, the gap between them
+is more than half the difference of the medians, and the higher median is more than
+MIN_CHANGE (the metric; MIN_CHANGE_OTHER for the other measurements) above the lower.
+MIN_RUNS is the smallest n whose self-compares (one kernel against itself, on recorded
+runs) are called separate in under 5 % of draws: tests/compare_test.py measures it.
+
+The direction: each program declares on which side of its threshold a FAIL lies
+(struct kr_prog .fail_below, "fail_when" in its JSON report): that side is worse, so
+a separate change towards it is a regression, away from it an improvement; a is the base.
 """
-import fcntl, hashlib, json, math, os, re, subprocess, time
+import datetime, fcntl, hashlib, json, math, os, re, subprocess, textwrap, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 CACHE = os.environ.get("KREPRO_CACHE", "/var/cache/krepro")
 WIDTH = 72
-MIN_RUNS = 3
+MIN_RUNS = 5          # conclusive runs a side before a change can be called separate
+MIN_CHANGE = 0.01     # the metric: LKP's floor for a test's own (perf) metrics
+MIN_CHANGE_OTHER = 0.05  # the other measurements: LKP's floor for other stats
+GAP_DISTANCE = 2      # the gap must exceed (difference of the medians) / GAP_DISTANCE
 MAX_ROWS = 8   # measurements shown under the metric: those that changed (separate)
 WORDS = {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP"}
 ORDER = ["FAIL", "PASS", "SKIP", "ERROR"]
@@ -215,6 +229,9 @@ def run_once(side, prog, args, flock=None, timeout=900):
     res = {"exit_code": code, "seconds": round(p.seconds, 1), "verdict": word(code),
            "value": None, "verdict_line": None, "release": None, "reason": None}
     if k:
+        # the last "booting ... with KVM|TCG" (vmrun falls back to TCG when KVM fails)
+        acc = re.findall(r"^vmrun: booting \S+ with (KVM|TCG)", err, re.M)
+        res["accel"] = acc[-1] if acc else None
         m = re.search(r"^vmrun: guest booted (\S+) in ", err, re.M)
         v = re.search(r"^vmrun: vmrun-guest: uname -v (.*)$", err, re.M)
         res["release"] = m.group(1) if m else None
@@ -224,7 +241,7 @@ def run_once(side, prog, args, flock=None, timeout=900):
             raise Usage(f"the guest booted {m.group(1)} ({v.group(1) if v else '?'}), not the "
                         f"kernel built as {exp['release']} ({exp.get('utsversion')})")
     else:
-        res["release"] = os.uname().release
+        res["release"], res["accel"] = os.uname().release, "bare"
     rep = parse_report(out)
     if rep is None:
         tail = [l for l in err.strip().splitlines() if l.strip()][-1:] or ["no report"]
@@ -237,6 +254,7 @@ def run_once(side, prog, args, flock=None, timeout=900):
                value=val if isinstance(val, (int, float)) and math.isfinite(val) else None,
                metric=metric.get("name"), unit=metric.get("unit") or "",
                threshold=rep.get("threshold"), rule=rep.get("rule"), reason=rep.get("reason"),
+               fail_when=rep.get("fail_when"),
                verdict_line=rep.get("verdict_line"), program=rep.get("program"),
                measurements={k: v for k, v in (rep.get("measurements") or {}).items()
                              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)},
@@ -245,12 +263,98 @@ def run_once(side, prog, args, flock=None, timeout=900):
     return res
 
 
+# ---- provenance: what measured, where, when --------------------------------------------------
+
+def _first_line(cmd):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = (p.stdout or "").strip().split("\n")[0].strip()
+    return line if p.returncode == 0 and line else None
+
+
+def revision():
+    """krepro's revision (git describe --always --dirty), or "unknown" outside a checkout"""
+    return _first_line(["git", "-C", TOP, "describe", "--always", "--dirty"]) or "unknown"
+
+
+def host_accelerator():
+    """how this machine runs: "bare metal", or "a VM" (the hypervisor flag of /proc/cpuinfo)"""
+    flags = re.search(r"^flags\s*:(.*)$", read("/proc/cpuinfo"), re.M)
+    return "a VM" if flags and " hypervisor" in flags.group(1) else "bare metal"
+
+
+def host_info():
+    """the machine that ran the compare: name, kernel, CPU model and count, memory"""
+    cpu = re.search(r"^model name\s*:\s*(.*)$", read("/proc/cpuinfo"), re.M)
+    mem = re.search(r"^MemTotal:\s*(\d+) kB", read("/proc/meminfo"), re.M)
+    u = os.uname()
+    return {"name": u.nodename, "kernel": u.release, "machine": u.machine,
+            "cpu": cpu.group(1).strip() if cpu else None, "cpus": os.cpu_count(),
+            "memory_mib": int(mem.group(1)) // 1024 if mem else None, "runs_on": host_accelerator()}
+
+
+def program_compiler(prog):
+    """the compiler that built PROG (build/NAME/NAME): the one meson's build dir names,
+    asked for its version"""
+    intro = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(prog))),
+                         "meson-info", "intro-targets.json")
+    try:
+        with open(intro) as f:
+            cc = next(s["compiler"] for t in json.load(f) for s in t.get("target_sources", [])
+                      if s.get("language") == "c" and s.get("compiler"))
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+    return _first_line(cc + ["--version"])
+
+
+def kernel_compiler(k):
+    """CONFIG_CC_VERSION_TEXT of kernel K's config (kernel_spec's dict), where its config
+    is known: its "config", or a config-RELEASE beside a vmlinuz-RELEASE (Debian's /boot)"""
+    if not isinstance(k, dict):
+        return None
+    config = k.get("config")
+    img = k.get("image") or ""
+    if not config and os.path.basename(img).startswith("vmlinuz-"):
+        config = os.path.join(os.path.dirname(img), "config-" + os.path.basename(img)[len("vmlinuz-"):])
+    m = re.search(r'^CONFIG_CC_VERSION_TEXT="(.*)"$', read(config) if config else "", re.M)
+    return m.group(1) if m else None
+
+
+def provenance(sides, prog=None, started=None, qemu="qemu-system-x86_64"):
+    """what compare.json records of where and when it measured: krepro's revision, the
+    timestamps, the host, each side's accelerator (KVM, TCG, or bare: this machine), the
+    qemu and compiler versions where they are known (None where not)"""
+    guests = any(s.get("kernel") for s in sides)
+    accels = sorted({r.get("accel") or "unknown" for s in sides for r in s.get("runs", [])})
+    return {"krepro": revision(), "started": started,
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": host_info(), "accelerator": "/".join(accels) if accels else None,
+            "qemu": _first_line([qemu, "--version"]) if guests else None,
+            "compiler": program_compiler(prog) if prog else None,
+            "kernel_compilers": [kernel_compiler(s.get("kernel")) for s in sides]}
+
+
 # ---- statistics and the table --------------------------------------------------------------------
+
+def trimmed(vals):
+    """LKP's StatSummary of VALS: sorted, n >> 5 (at most 3) values cut off each end (none
+    below 32 runs), and the min, median (the middle value, n // 2, as LKP's "mean") and max
+    of what is left"""
+    v = sorted(vals)
+    cut = min(len(v) >> 5, 3)
+    v = v[cut:len(v) - cut] if cut else v
+    if not v:
+        return None
+    return {"n": len(v), "trimmed": cut, "min": v[0], "median": v[len(v) // 2], "max": v[-1],
+            "integers": all(float(x).is_integer() for x in v)}
+
 
 def stats(runs, metric=None, measurement=None):
     """counts per verdict, and mean, stddev (n-1), %stddev, min, max of the metric (or of
     one of the JSON's measurements) over the conclusive runs (PASS or FAIL with a value; a
-    SKIP's precondition was not met)"""
+    SKIP's precondition was not met); "lkp": the trimmed summary the rule reads"""
     counts = {}
     for r in runs:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -261,7 +365,7 @@ def stats(runs, metric=None, measurement=None):
         vals = [r["value"] for r in runs if r["verdict"] in ("PASS", "FAIL") and r.get("value") is not None
                 and (metric is None or r.get("metric") == metric)]
     s = {"runs": len(runs), "counts": counts, "n": len(vals), "mean": None, "stddev": None,
-         "stddev_pct": None, "min": None, "max": None}
+         "stddev_pct": None, "min": None, "max": None, "lkp": trimmed(vals)}
     if vals:
         mean = sum(vals) / len(vals)
         sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
@@ -270,11 +374,57 @@ def stats(runs, metric=None, measurement=None):
     return s
 
 
-def separate(a, b):
-    """LKP's rule: >= 3 conclusive runs a side and the ranges do not overlap"""
-    if a["n"] < MIN_RUNS or b["n"] < MIN_RUNS:
-        return False
-    return a["max"] < b["min"] or b["max"] < a["min"]
+def judge(a, b, min_change=MIN_CHANGE, min_runs=None):
+    """(separate, why) for the stats A and B: LKP's rule (see the top of this file), with
+    why the words of the table's last line"""
+    min_runs = MIN_RUNS if min_runs is None else min_runs
+    if a["n"] < min_runs or b["n"] < min_runs:
+        return False, "fewer than %d conclusive runs a side (%d, %d)" % (min_runs, a["n"], b["n"])
+    la, lb = a["lkp"], b["lkp"]
+    lo, hi = (la, lb) if la["median"] <= lb["median"] else (lb, la)
+    if hi["min"] <= lo["max"]:
+        return False, "the ranges overlap"
+    gap, diff = hi["min"] - lo["max"], hi["median"] - lo["median"]
+    if gap * GAP_DISTANCE <= diff:
+        return False, "gap %s <= 1/%d of the medians' distance %s" % (fmt(gap), GAP_DISTANCE, fmt(diff))
+    if la["integers"] and lb["integers"] and gap == 1:
+        return False, "integer counts 1 apart"
+    ratio = hi["median"] / lo["median"] if lo["median"] > 0 else math.inf
+    if ratio <= 1 + min_change:
+        return False, "the medians differ by %.1f%%, not over %g%%" % (100 * (ratio - 1), 100 * min_change)
+    return True, "gap %s > 1/%d of the medians' distance %s" % (fmt(gap), GAP_DISTANCE, fmt(diff))
+
+
+def separate(a, b, min_change=MIN_CHANGE, min_runs=None):
+    """LKP's rule: see judge()"""
+    return judge(a, b, min_change, min_runs)[0]
+
+
+def direction(cmp):
+    """"regression", "improvement" (b against the base a, from the side the program's FAIL
+    lies on), "change" (a program that declares none), or None (not separate)"""
+    if not cmp.get("separate") or cmp.get("change_pct") is None:
+        return None
+    worse = (cmp.get("metric") or {}).get("worse")
+    if worse not in ("higher", "lower"):
+        return "change"
+    up = cmp["sides"][1]["stats"]["lkp"]["median"] > cmp["sides"][0]["stats"]["lkp"]["median"]
+    return "regression" if up == (worse == "higher") else "improvement"
+
+
+def accelerators(cmp):
+    """how each side ran: KVM, TCG or bare, from what vmrun said of each run, else (records
+    from before) from --accel in the vmrun options or the guest's CPU name"""
+    out = []
+    for s in cmp["sides"]:
+        acc = {r.get("accel") for r in s.get("runs", []) if r.get("accel")}
+        if not acc:
+            vm = " ".join(s.get("vmrun") or [])
+            cpu = (s.get("environment") or {}).get("cpu") or ""
+            acc = {"TCG"} if "--accel tcg" in vm or "TCG" in cpu else \
+                {"KVM"} if "--accel kvm" in vm else {"bare"} if not s.get("kernel") else {"unknown"}
+        out.append("/".join(sorted(acc)))
+    return out
 
 
 def change_pct(a, b):
@@ -289,11 +439,25 @@ def compare(sides, metric=None):
         names = [r.get("metric") for s in sides for r in s["runs"] if r.get("metric")]
         metric = max(set(names), key=names.count) if names else None
     any_run = next((r for s in sides for r in s["runs"] if r.get("metric") == metric), {})
-    out = {"kind": "krepro-compare", "version": 1, "program": any_run.get("program"),
-           "metric": {"name": metric, "unit": any_run.get("unit", "")},
+    # the program's declaration: FAIL below the threshold (lower is worse) or above it;
+    # runs recorded before reports carried it: the side of the threshold their FAILs lie on
+    fail_when = next((r["fail_when"] for s in sides for r in s["runs"] if r.get("fail_when")), None)
+    if fail_when is None:
+        fails = {"below" if r["value"] < r["threshold"] else "above" for s in sides for r in s["runs"]
+                 if r["verdict"] == "FAIL" and r.get("metric") == metric and
+                 isinstance(r.get("value"), (int, float)) and isinstance(r.get("threshold"), (int, float))
+                 and r["value"] != r["threshold"]}
+        fail_when = fails.pop() if len(fails) == 1 else None
+    out = {"kind": "krepro-compare", "version": 2, "program": any_run.get("program"),
+           "metric": {"name": metric, "unit": any_run.get("unit", ""),
+                      "worse": {"below": "lower", "above": "higher"}.get(fail_when)},
            "threshold": any_run.get("threshold"), "rule": any_run.get("rule"),
-           "separate_rule": "at least %d conclusive runs a side and the ranges [min, max] "
-                            "do not overlap (LKP)" % MIN_RUNS, "sides": []}
+           "separate_rule": "LKP's (lkp-tests lib/stats.rb): at least %d conclusive runs a side, "
+                            "n/32 (at most 3) trimmed off each end, the ranges [min, max] apart by "
+                            "more than 1/%d of the difference of the medians, and the medians more "
+                            "than %g%% apart (%g%% for the other measurements)"
+                            % (MIN_RUNS, GAP_DISTANCE, 100 * MIN_CHANGE, 100 * MIN_CHANGE_OTHER),
+           "base": "a", "sides": []}
     for s in sides:
         st = stats(s["runs"], metric)
         causes = []
@@ -309,7 +473,9 @@ def compare(sides, metric=None):
                                  stats=st, causes=causes, environment=env))
     a, b = out["sides"][0]["stats"], out["sides"][1]["stats"]
     out["change_pct"] = change_pct(a, b)
-    out["separate"] = separate(a, b)
+    out["separate"], out["separate_why"] = judge(a, b)
+    out["direction"] = direction(out)
+    out["accelerators"] = accelerators(out)
     # the other numbers the runs report (JSON measurements): those that changed, LKP-like
     out["measurements"] = []
     keys = []
@@ -322,7 +488,7 @@ def compare(sides, metric=None):
         ma, mb = (stats(s["runs"], measurement=k) for s in sides)
         if ma["n"] and mb["n"]:
             out["measurements"].append({"name": k, "stats": [ma, mb], "change_pct": change_pct(ma, mb),
-                                        "separate": separate(ma, mb)})
+                                        "separate": separate(ma, mb, MIN_CHANGE_OTHER)})
     return out
 
 
@@ -397,29 +563,44 @@ def table(cmp):
     chg = cmp["change_pct"]
     chg_t = pct_text(chg)
     row = lambda x, c, y, lab: f"{x:>16} {c:>10} {y:>16}  {lab}".rstrip()
-    lines = [f"{side_label(a, 16):>16} {side_label(b):>27}", "-" * 16 + " " + "-" * 27,
-             row("%stddev", "%change", "%stddev", ""), row("\\", "|", "\\", ""),
-             row(counts_text(sa), "", counts_text(sb), "verdicts"),
-             row(cell(sa), chg_t, cell(sb), row_name(prog, m["name"], m.get("unit"))),
-             row(span(sa), "", span(sb), "min .. max")]
+    lines = []
+    acc = cmp.get("accelerators") or accelerators(cmp)
+    tcg = [t for t, x in zip("ab", acc) if "TCG" in x]
+    if tcg:
+        # the first thing a reader sees: these timings are an emulator's
+        lines += ["TCG (%s): emulated CPUs, timings are not the hardware's" %
+                  ("both sides" if len(tcg) == 2 else "side " + tcg[0] + " only")]
+    lines += [f"{side_label(a, 16):>16} {side_label(b):>27}", "-" * 16 + " " + "-" * 27,
+              row("%stddev", "%change", "%stddev", ""), row("\\", "|", "\\", ""),
+              row(counts_text(sa), "", counts_text(sb), "verdicts"),
+              row(cell(sa), chg_t, cell(sb), row_name(prog, m["name"], m.get("unit"))),
+              row(span(sa), "", span(sb), "min .. max")]
     shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
     for m in shown:
         c = m["change_pct"]
         lines.append(row(cell(m["stats"][0]), pct_text(c), cell(m["stats"][1]),
                          row_name(prog, m["name"])))
-    if cmp["separate"]:
-        verdict = "separate: the ranges do not overlap (%d and %d runs)" % (sa["n"], sb["n"])
-    elif sa["n"] < MIN_RUNS or sb["n"] < MIN_RUNS:
-        verdict = "not separate: fewer than %d conclusive runs a side (%d, %d)" % (MIN_RUNS, sa["n"], sb["n"])
+    lines = [l[:WIDTH] for l in lines]
+    sep, why = cmp["separate"], cmp.get("separate_why")
+    if why is None:
+        sep, why = judge(sa, sb)
+    runs = "%d and %d runs" % (sa["n"], sb["n"])
+    lines += [""] + textwrap.wrap(("separate (%s): %s" if sep else "not separate (%s): %s") % (runs, why),
+                                  WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    worse = cmp["metric"].get("worse")
+    d = cmp.get("direction") if "direction" in cmp else direction(cmp)
+    if d:
+        name = cmp["metric"]["name"]
+        what = (f"{d} ({'a ' + worse + ' ' + name + ' is worse' if worse else 'no direction declared'}"
+                f"): {chg_t} on b ({side_label(b, 16)}) against the base a ({side_label(a, 16)})")
     else:
-        verdict = "not separate: the ranges overlap"
-    lines += ["", verdict]
-    return "\n".join(l[:WIDTH] for l in lines)
+        what = f"no change called: b ({side_label(b, 16)}) against the base a ({side_label(a, 16)})"
+    lines += textwrap.wrap(what, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    return "\n".join(lines)
 
 
 def header(cmp):
     """the lines above the table: each side (label, release, where, options), the verdicts"""
-    import textwrap
     sides = cmp["sides"]
     w = min(16, max(len(side_label(s, 16)) for s in sides))
     lines = []
@@ -430,5 +611,6 @@ def header(cmp):
             ["commit " + s["commit"][:12] if s.get("commit") and s["commit"][:12] != s.get("label") else ""]
         text = f"{tag}: {side_label(s, 16):<{w}}  " + ", ".join(p for p in parts if p)
         lines += textwrap.wrap(text, WIDTH, subsequent_indent=" " * (w + 5), break_on_hyphens=False)
-    lines.append("verdict: %s -> %s" % (counts_text(sides[0]["stats"]), counts_text(sides[1]["stats"])))
+    lines.append("verdict: %s -> %s (a is the base)" % (counts_text(sides[0]["stats"]),
+                                                        counts_text(sides[1]["stats"])))
     return "\n".join(lines)

@@ -4,7 +4,7 @@
 prints a --format json report like the programs' (verdict, exit_code, metric, threshold,
 rule, parameters, environment, known_causes) and exits with its code, at once.
 
-Its metric "delay" (ms, FAIL above 20; measurements: efficiency 0.7 on FAIL, else 0.99,
+Its metric "delay" (ms, FAIL above 20, so higher is worse; measurements: efficiency 0.7 on FAIL, else 0.99,
 and probes, always 100) is read from $STANDIN_VALUES (a file of lines
 "OPTIONS VALUE": the next unused line whose options are this run's; OPTIONS "-" is none),
 and each run appends "OPTIONS VALUE" to $STANDIN_LOG. --version exits 0, a bad option 128.
@@ -45,7 +45,7 @@ def main():
     print(json.dumps({
         "program": "standin", "version": "0.1.0", "verdict": verdict, "exit_code": code,
         "metric": {"name": "delay", "value": value, "unit": "ms"}, "threshold": LIMIT,
-        "rule": "FAIL when the delay exceeds the threshold", "reason": None,
+        "fail_when": "above", "rule": "FAIL when the delay exceeds the threshold", "reason": None,
         "verdict_line": line, "parameters": {"options": key},
         "environment": {"kernel": "6.1.0-test", "CONFIG_HZ": "250", "CONFIG_PREEMPT_RT": "n"},
         "measurements": {"delay": value, "efficiency": 0.7 if code else 0.99, "probes": 100}, "known_causes": causes, "text": ["standin", line]}))
