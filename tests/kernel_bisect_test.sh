@@ -20,6 +20,9 @@
 # result.json's compiler, machine and times. Killed (SIGKILL) mid-bisect, --resume OUT
 # names the same culprit. --runs 3: three verdicts a step, the majority. The check's
 # kernels keyed by start config: two configs, two kernels; the same again, reused.
+# The mail as LKP writes it (scripts/report): the verdict flip and the change, the commit,
+# tree, compiler, machine, parameters, config, Reported-by/Closes to fill, To: the author,
+# Cc: the tree's own get_maintainer.pl (a stand-in that wants --no-git).
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
@@ -97,6 +100,13 @@ export MAKE_LOG="$tmp/make.log" BOOTS="$tmp/boots"
 tree=$tmp/tree
 mkdir "$tree" && cd "$tree" || exit 1
 : >Makefile
+# the tree's own get_maintainer.pl: the mail's Cc: (it must be asked without git)
+mkdir scripts && cat >scripts/get_maintainer.pl <<'EOF'
+my $args = join(" ", @ARGV);
+my $patch = join("", <STDIN>);
+exit 2 unless $args =~ /--no-git\b/ && $patch =~ /^Subject: /m;
+print "Ann Maintainer <ann\@example.org>\nlinux-test\@vger.kernel.org\n";
+EOF
 g() { git -c user.name=k -c user.email=k@l "$@"; }
 commit() { g add -A && g commit -qm "$1"; }
 git init -q -b master && commit "one"
@@ -318,6 +328,20 @@ ls "$out"/logs/*.log >/dev/null 2>&1 && [ "$(ls "$out/logs" | wc -l)" -ge "$(wc 
 	ok "a build log kept for every step ($(ls "$out/logs" | wc -l))" || bad "logs: $(ls "$out/logs")"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["compiler"]["version"] and r["machine"]["vcpus"] and "krepro" in r and r["started"] and r["finished"]))' \
 	"$out/result.json" && ok "result.json: compiler, machine, krepro revision, times" || bad "result.json provenance"
+
+# the mail as LKP writes it: the change, the commit, the machine, the compiler, the
+# parameters, the config, Reported-by/Closes to fill, Cc: from the tree's get_maintainer.pl
+"$src/scripts/report" --out "$tmp/mail-user" --bisect "$out" >/dev/null 2>"$tmp/report.err"
+m=$(cat "$tmp/mail-user/mail.txt" 2>/dev/null)
+for want in '^krepro noticed "standin: PASS -> FAIL", in_p50 0.4 -> 240ms (+59900.0%)' \
+	"^commit: ${culprit%"${culprit#????????????}"} (\"the culprit\")" '^tree:   https://example.org/someones/linux.git' \
+	'^compiler:     gcc ' '^test machine: 2 vCPUs, 1024 MiB memory: a qemu guest (KVM expected\|TCG)' '^config:       start.config (attached)' \
+	'^  program:   standin' '^| Reported-by: NAME <EMAIL>$' '^| Closes: URL-OF-THIS-REPORT$' '^To: k <k@l>$' \
+	'^Cc: Ann Maintainer <ann@example.org>, linux-test@vger.kernel.org$' 'O=/tmp/krepro-'; do
+	echo "$m" | grep -q -- "$want" || { bad "the mail: no line '$want': $m $(cat "$tmp/report.err")"; break; }
+done && ok "the mail: headline, commit, tree, compiler, machine, parameters, tags, recipients"
+awk 'length($0) > 72 { bad = 1 } END { exit bad }' "$tmp/mail-user/mail.txt" && ok "the mail within 72 columns" ||
+	bad "the mail: lines over 72 columns"
 
 # killed (SIGKILL) in the middle: --resume OUT replays bisect.log and names the same culprit
 STOP_AT=8 repo=$utree kb resume v-good v-bad
