@@ -6,6 +6,7 @@
 # (the tree's .config is replaced by it; a tree without one builds too) and the step line
 # names its sha256; a build that
 # fails is 125 with a "does not build" step line; --build-only copies what it built.
+# --runs 3: the majority verdict, each run's exit in the step line; --unanimous: all.
 #   tests/bisect_kernel_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: bisect_kernel_test.sh SOURCE_DIR}
@@ -14,7 +15,7 @@ src=${1:?usage: bisect_kernel_test.sh SOURCE_DIR}
 tmp=$(mktemp -d /tmp/krepro-bktest.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin" "$tmp/tree/arch/x86/boot"
-for t in sh git sed sha256sum cut date id nproc nice cp mktemp rm cat grep dirname head env mkdir echo; do
+for t in sh git sed sha256sum cut date id nproc nice cp mktemp rm cat grep dirname head env mkdir echo stat sort chown; do
 	p=$(command -v "$t") && ln -s "$p" "$tmp/bin/$t"
 done
 # make: logs its arguments; olddefconfig appends a line (as kconfig rewrites the file);
@@ -88,12 +89,13 @@ case "\$code" in 0) echo "prog: PASS" ;; 1) echo "prog: FAIL" ;; *) echo "prog: 
 exit "\$code"
 EOF
 chmod +x "$tmp/kr/scripts/vmrun"
-for t in head wc tail; do p=$(command -v "$t") && ln -sf "$p" "$tmp/bin/$t"; done
+for t in head wc tail sort printf; do p=$(command -v "$t") && ln -sf "$p" "$tmp/bin/$t"; done
 runstep() { # CODES... -> the step's exit; boots counted in $tmp/boots
 	printf '%s\n' "$@" >"$tmp/codes"
 	: >"$tmp/boots"
 	PATH=$tmp/bin KREPRO_BISECT_CONFIG="$tmp/start.config" KREPRO_BISECT_STEPS=$tmp/steps.txt \
-		KREPRO_BUILD_LOG=$tmp/build.log "$tmp/kr/scripts/vm/bisect-kernel" -- /bin/true >/dev/null 2>>"$tmp/err"
+		KREPRO_BUILD_LOG=$tmp/build.log "$tmp/kr/scripts/vm/bisect-kernel" ${RUNS:+--runs "$RUNS"} ${ALL:+--unanimous} \
+		-- /bin/true >/dev/null 2>>"$tmp/err"
 }
 boots() { wc -l <"$tmp/boots" | tr -d ' '; }
 runstep 125 0
@@ -109,4 +111,16 @@ rc=$?
 runstep 1 0
 rc=$?
 [ "$rc" = 1 ] && [ "$(boots)" = 1 ] && ok "FAIL: one boot, exit 1" || bad "FAIL: exit $rc, $(boots) boots"
+# --runs 3: the majority of three, each run's exit in the step line; --unanimous: all three
+RUNS=3 runstep 1 0 1
+rc=$?
+[ "$rc" = 1 ] && [ "$(boots)" = 3 ] && tail -n1 "$tmp/steps.txt" | grep -q 'exit 1,0,1 (majority 2/3: 1) ' &&
+	ok "--runs 3, FAIL PASS FAIL: FAIL by 2/3" || bad "--runs 3: exit $rc: $(tail -n1 "$tmp/steps.txt")"
+RUNS=3 runstep 1 0 125
+rc=$?
+[ "$rc" = 125 ] && tail -n1 "$tmp/steps.txt" | grep -q 'exit 1,0,125 (no majority: 125) ' &&
+	ok "--runs 3, FAIL PASS SKIP: no majority, 125" || bad "--runs 3 no majority: exit $rc: $(tail -n1 "$tmp/steps.txt")"
+RUNS=3 ALL=1 runstep 1 0 1
+rc=$?
+[ "$rc" = 125 ] && ok "--runs 3 --unanimous, FAIL PASS FAIL: 125" || bad "--unanimous: exit $rc"
 finish

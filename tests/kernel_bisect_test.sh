@@ -14,6 +14,15 @@
 # (vmrun's 124): bad by default, named in steps.txt, summary.txt and the mail; --hang-is skip.
 # The endpoints run 3 times; a flaky check runs again up to 9 and says so (exit 4); a
 # contradicted one says so (exit 2).
+# A tree owned by another user (uid 4242): git and make as its owner, out of tree (O=) in
+# the bisect's own worktree; after it, nothing root-owned in the tree, git status clean,
+# no worktree left; the "tree:" line names the tree's own remote; a build log per step;
+# result.json's compiler, machine and times. Killed (SIGKILL) mid-bisect, --resume OUT
+# names the same culprit. --runs 3: three verdicts a step, the majority. The check's
+# kernels keyed by start config: two configs, two kernels; the same again, reused.
+# The mail as LKP writes it (scripts/report): the verdict flip and the change, the commit,
+# tree, compiler, machine, parameters, config, Reported-by/Closes to fill, To: the author,
+# Cc: the tree's own get_maintainer.pl (a stand-in that wants --no-git).
 #   tests/kernel_bisect_test.sh SOURCE_DIR          (needs root: bisect-kernel does; else 77)
 set -u
 src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
@@ -29,18 +38,23 @@ cp "$src/scripts/krcompare.py" "$tmp/kr/scripts/"
 # an annotated tag
 cat >"$tmp/bin/make" <<'EOF'
 #!/bin/sh
-echo "make $*" >>"$MAKE_LOG"
+echo "make $* (uid $(id -u))" >>"$MAKE_LOG"
+o=.
+for a; do case "$a" in O=*) o=${a#O=} ;; esac; done
+# what kbuild refuses: O= on a source tree built in
+[ "$o" = . ] || [ ! -e .config ] || { echo "The source tree is not clean"; exit 2; }
+img=$o/arch/x86/boot/bzImage
 case "$*" in
 *kernelrelease*) echo 6.1.0-test ;;
-*olddefconfig*) echo "# olddefconfig" >>.config ;;
+*olddefconfig*) echo "# olddefconfig" >>"$o/.config" ;;
 *bzImage*)
 	[ ! -e NOBUILD ] || { echo "drivers/x.c:1:1: error: expected ';'"; exit 2; }
-	mkdir -p arch/x86/boot
-	if [ -e BUG ] || [ -e BUG2 ]; then echo BUG; else echo fine; fi >arch/x86/boot/bzImage
-	[ ! -e FLAKY ] || echo FLAKY >>arch/x86/boot/bzImage
-	[ ! -e NOBOOT ] || echo NOBOOT >>arch/x86/boot/bzImage
-	[ ! -e ABORT ] || echo ABORT >>arch/x86/boot/bzImage
-	[ ! -e HANG ] || echo HANG >>arch/x86/boot/bzImage ;;
+	mkdir -p "$o/arch/x86/boot"
+	if [ -e BUG ] || [ -e BUG2 ]; then echo BUG; else echo fine; fi >"$img"
+	[ ! -e FLAKY ] || echo FLAKY >>"$img"
+	[ ! -e NOBOOT ] || echo NOBOOT >>"$img"
+	[ ! -e ABORT ] || echo ABORT >>"$img"
+	[ ! -e HANG ] || echo HANG >>"$img" ;;
 esac
 EOF
 # vmrun: "boots" the image (the -v line naming the release), "runs the program": FAIL on
@@ -58,6 +72,8 @@ if [ "$json" = 1 ] && grep -q NOBOOT "$image"; then
 fi
 echo "vmrun: guest booted 6.1.0-test in 1 s" >&2
 echo boot >>"$BOOTS"
+# STOP_AT=N: the bisect is killed (SIGKILL, no cleanup) at the Nth boot
+if [ -n "${STOP_AT:-}" ] && [ "$(wc -l <"$BOOTS")" = "$STOP_AT" ]; then kill -KILL "$(cat "$KB_PID")"; exit 1; fi
 if grep -q HANG "$image"; then
 	echo "vmrun: the program started, then no exit code within --timeout 300 s: exit 124" >&2; exit 124
 fi
@@ -84,6 +100,13 @@ export MAKE_LOG="$tmp/make.log" BOOTS="$tmp/boots"
 tree=$tmp/tree
 mkdir "$tree" && cd "$tree" || exit 1
 : >Makefile
+# the tree's own get_maintainer.pl: the mail's Cc: (it must be asked without git)
+mkdir scripts && cat >scripts/get_maintainer.pl <<'EOF'
+my $args = join(" ", @ARGV);
+my $patch = join("", <STDIN>);
+exit 2 unless $args =~ /--no-git\b/ && $patch =~ /^Subject: /m;
+print "Ann Maintainer <ann\@example.org>\nlinux-test\@vger.kernel.org\n";
+EOF
 g() { git -c user.name=k -c user.email=k@l "$@"; }
 commit() { g add -A && g commit -qm "$1"; }
 git init -q -b master && commit "one"
@@ -129,14 +152,15 @@ git checkout -q master
 echo "# the tree's own" >.config
 printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
 
-kb() { # OUT KERNEL-BISECT-ARGS...: exit code in $rc
+kb() { # OUT KERNEL-BISECT-ARGS...: exit code in $rc (--repo "$repo", default $tree)
 	out=$tmp/$1
 	shift
 	: >"$BOOTS"
-	PATH=$tmp/bin:$PATH "$tmp/kr/scripts/vm/kernel-bisect" --repo "$tree" --config "$tmp/start.config" \
-		--out "$out" "$@" -- /bin/true >"$tmp/kb.log" 2>&1
+	PATH=$tmp/bin:$PATH sh -c 'echo $$ >"$KB_PID"; exec "$@"' kb "$tmp/kr/scripts/vm/kernel-bisect" \
+		--repo "${repo:-$tree}" --config "$tmp/start.config" --out "$out" "$@" -- /bin/true >"$tmp/kb.log" 2>&1
 	rc=$?
 }
+export KB_PID="$tmp/kb.pid"
 first() { sed -n "s/^# first $1 commit: \[\([0-9a-f]*\)\].*/\1/p" "$out/bisect.log"; }
 same_tree() {
 	[ "$(git -C "$tree" symbolic-ref --short HEAD)" = master ] && grep -q "^# the tree's own" "$tree/.config" &&
@@ -270,5 +294,84 @@ sed 's/^ *//' "$out/summary.txt" | tr '\n' ' ' | grep -q "does not build: driver
 [ ! -s "$out/bisect.log" ] && [ ! -e "$out/bisect-run.txt" ] && ok "git bisect did not start" ||
 	bad "git bisect ran: $(cat "$out/bisect.log")"
 same_tree "does not build"
+
+# a tree of someone else's (uid 4242, no passwd entry needed): git and make run as its
+# owner, out of tree, in the bisect's own worktree; nothing root-owned is left in the tree
+chmod 755 "$tmp"
+utree=$tmp/utree
+git clone -q "$tree" "$utree" && git -C "$utree" remote set-url origin https://example.org/someones/linux.git &&
+	git -C "$utree" checkout -q -b mine v-bad && echo "# theirs" >"$utree/.config" &&
+	echo .config >>"$utree/.git/info/exclude" &&
+	for t in v-good v-bad; do git -C "$utree" tag -f -a -m "$t" "$t" "$t^{commit}" >/dev/null; done
+chown -R 4242:4242 "$utree"
+ug() { setpriv --reuid=4242 --regid=4242 --clear-groups env HOME="$tmp" git -C "$utree" "$@"; }
+: >"$MAKE_LOG"
+repo=$utree kb user v-good v-bad
+[ "$rc" = 0 ] && [ "$(first bad)" = "$culprit" ] && ok "a user's tree: the culprit named, exit 0" ||
+	bad "a user's tree: exit $rc, first bad $(first bad): $(tail -n5 "$tmp/kb.log")"
+[ -z "$(find "$utree" -uid 0)" ] && ok "a user's tree: nothing in it is root's" ||
+	bad "a user's tree: root-owned: $(find "$utree" -uid 0 | head -n5)"
+st=$(ug status --porcelain)
+[ -z "$st" ] && [ "$(ug symbolic-ref --short HEAD)" = mine ] &&
+	[ "$(ug worktree list | wc -l)" = 1 ] && grep -qx "# theirs" "$utree/.config" &&
+	ok "a user's tree: git status clean, its branch, .config and no worktree left" ||
+	bad "a user's tree: status '$st', $(ug worktree list)"
+grep "bzImage\|olddefconfig" "$MAKE_LOG" | grep -qv "O=$out/work/obj .*(uid 4242)" &&
+	bad "a user's tree: make not as 4242 out of tree: $(grep -v 'uid 4242' "$MAKE_LOG" | head -n3)" ||
+	ok "a user's tree: every make as its owner, O=OUT/work/obj"
+grep -qv "^[0-9a-f]\{12\} config [0-9a-f]\{12\} " "$out/steps.txt" &&
+	bad "a user's tree: a step line without its commit: $(cat "$out/steps.txt")" ||
+	ok "a user's tree: every step line names its commit and config"
+grep -q "^tree: https://example.org/someones/linux.git" "$out/summary.txt" &&
+	ok "a user's tree: the tree: line names its own remote" || bad "tree: line: $(grep tree: "$out/summary.txt")"
+ls "$out"/logs/*.log >/dev/null 2>&1 && [ "$(ls "$out/logs" | wc -l)" -ge "$(wc -l <"$out/steps.txt")" ] &&
+	ok "a build log kept for every step ($(ls "$out/logs" | wc -l))" || bad "logs: $(ls "$out/logs")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["compiler"]["version"] and r["machine"]["vcpus"] and "krepro" in r and r["started"] and r["finished"]))' \
+	"$out/result.json" && ok "result.json: compiler, machine, krepro revision, times" || bad "result.json provenance"
+
+# the mail as LKP writes it: the change, the commit, the machine, the compiler, the
+# parameters, the config, Reported-by/Closes to fill, Cc: from the tree's get_maintainer.pl
+"$src/scripts/report" --out "$tmp/mail-user" --bisect "$out" >/dev/null 2>"$tmp/report.err"
+m=$(cat "$tmp/mail-user/mail.txt" 2>/dev/null)
+for want in '^krepro noticed "standin: PASS -> FAIL", \(a +59900.0% regression of \)\{0,1\}in_p50 0.4 -> 240ms' \
+	"^commit: ${culprit%"${culprit#????????????}"} (\"the culprit\")" '^tree:   https://example.org/someones/linux.git' \
+	'^compiler:     gcc ' '^test machine: 2 vCPUs, 1024 MiB memory: a qemu guest (KVM expected\|TCG)' '^config:       start.config (attached)' \
+	'^  program:   standin' '^| Reported-by: NAME <EMAIL>$' '^| Closes: URL-OF-THIS-REPORT$' '^To: k <k@l>$' \
+	'^Cc: Ann Maintainer <ann@example.org>, linux-test@vger.kernel.org$' 'O=/tmp/krepro-'; do
+	echo "$m" | grep -q -- "$want" || { bad "the mail: no line '$want': $m $(cat "$tmp/report.err")"; break; }
+done && ok "the mail: headline, commit, tree, compiler, machine, parameters, tags, recipients"
+awk 'length($0) > 72 { bad = 1 } END { exit bad }' "$tmp/mail-user/mail.txt" && ok "the mail within 72 columns" ||
+	bad "the mail: lines over 72 columns"
+
+# killed (SIGKILL) in the middle: --resume OUT replays bisect.log and names the same culprit
+STOP_AT=8 repo=$utree kb resume v-good v-bad
+n=$(grep -c "^git bisect \(good\|bad\|skip\)" "$out/bisect.log")
+[ "$rc" = 137 ] && [ "$n" -ge 1 ] && ok "killed after $n bisect step(s): bisect.log has them" ||
+	bad "killed: exit $rc, bisect.log: $(cat "$out/bisect.log")"
+before=$(wc -l <"$out/steps.txt")
+: >"$BOOTS"
+PATH=$tmp/bin:$PATH "$tmp/kr/scripts/vm/kernel-bisect" --resume "$out" >"$tmp/kb.log" 2>&1
+rc=$?
+[ "$rc" = 0 ] && [ "$(first bad)" = "$culprit" ] && grep -q "resumed" "$tmp/kb.log" &&
+	[ "$(wc -l <"$out/steps.txt")" -gt "$before" ] && ok "--resume: the same culprit, exit 0" ||
+	bad "--resume: exit $rc, first bad $(first bad): $(tail -n5 "$tmp/kb.log")"
+[ -z "$(find "$utree" -uid 0)" ] && [ "$(ug worktree list | wc -l)" = 1 ] &&
+	ok "--resume: the tree left as it was" || bad "--resume: $(ug worktree list)"
+
+# --runs 3: each step boots 3 times, every verdict in steps.txt
+kb runs --runs 3 --no-verify v-good v-bad
+sed -n '3,$p' "$out/steps.txt" | grep -qv " exit [0-9]*,[0-9]*,[0-9]* (majority [23]/3: [01]) " &&
+	bad "--runs 3: $(cat "$out/steps.txt")" || ok "--runs 3: each step's three verdicts and majority"
+
+# the check's kernels are keyed by start config: two configs, two kernels each
+kb cache1 --work "$tmp/cachework" v-good v-bad
+printf 'CONFIG_HZ_1000=y\n' >"$tmp/start.config"
+kb cache2 --work "$tmp/cachework" v-good v-bad
+k=$(ls "$tmp/cachework/kernels" | grep -c "^${culprit%"${culprit#????????????}"}-")
+[ "$k" = 2 ] && ok "the kernel cache: two configs, two kernels of the culprit" ||
+	bad "the kernel cache: $(ls "$tmp/cachework/kernels")"
+kb cache3 --work "$tmp/cachework" v-good v-bad
+grep -q "built already" "$tmp/kb.log" && ok "the same config again: built already" || bad "no reuse"
+printf 'CONFIG_HZ_250=y\n' >"$tmp/start.config"
 
 finish
