@@ -407,8 +407,8 @@ static int dio_run(const struct kr_opts *o)
 				return r == EINVAL ? kr_skip(129, "O_DIRECT writes: EINVAL")
 					: kr_error("%s phase: %s", ph[i].name, strerror(r));
 			if (!cfg.written && ph[i].done > nblocks) /* the LCG came round */
-				kr_say("%s: %llu of its writes met blocks it had written: "
-				       "give a larger --size", ph[i].name, ph[i].done - nblocks);
+				kr_say("%s: %llu writes met blocks it wrote: use a larger --size",
+				       ph[i].name, ph[i].done - nblocks);
 			/* the kernel's doing: 125, a bisect skips it */
 			if (irqs && !dio_irq_routed(&ph[i], (unsigned)cfg.iodepth))
 				return kr_skip(125, "%s: %llu writes from CPU %d completed "
