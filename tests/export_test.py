@@ -24,7 +24,7 @@ from checks import check, finish  # noqa: E402
 CEILING = {
     "fibtest": (1027, 33133),
     "rt_starve": (1453, 47827),
-    "dio_kworker": (1456, 46552),
+    "dio_kworker": (1482, 48086),
     "hwts": (1164, 38436),
     "ktask_bench": (1071, 35775),
     "irqacct": (1365, 43478),
