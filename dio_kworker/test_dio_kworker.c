@@ -157,10 +157,11 @@ static void extents_unwritten_again(void **state)
 		skip();
 	snprintf(path, sizeof(path), "%s/data", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	unlink(path), rmdir(dir); /* the open file only: nothing is left if an assert fails */
 	assert_true(fd >= 0);
 	cfg.size = 16 << 20;
 	if (fallocate(fd, 0, 0, (off_t)cfg.size) < 0 || extent_blocks(fd, &w, &u) < 0) {
-		unlink(path), rmdir(dir), cfg.size = size;
+		close(fd), cfg.size = size;
 		skip(); /* no unwritten extents to test here */
 	}
 	assert_int_equal(w, 0);
@@ -179,7 +180,7 @@ static void extents_unwritten_again(void **state)
 	struct stat st;
 	assert_int_equal(fstat(fd, &st), 0);
 	cfg.size = size;
-	close(fd), unlink(path), rmdir(dir);
+	close(fd);
 	assert_int_equal(w, 0);
 	assert_int_equal(u, 4096);
 	assert_int_equal(st.st_size, 16 << 20);
