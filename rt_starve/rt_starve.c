@@ -81,18 +81,24 @@ static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, 
 	return in->p50 > limit && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
 
-/* cpu's processed, dropped, time_squeeze in softnet_stat (before v5.10 no column 13, the
- * cpu: rows are of online CPUs) */
-static int softnet_row(const char *text, int cpu, uint64_t v[3])
+/* cpu's processed, dropped, time_squeeze in softnet_stat (-1: none): online CPUs' rows,
+ * the CPU in column 13 since v5.10, before it the k-th online CPU in row k */
+static int softnet_row(const char *text, const struct kr_cpus *online, int cpu, uint64_t v[3])
 {
 	unsigned long long x[3];
+	int rows = 0, n, hit = 0; /* 1: by the row, 2: by column 13 */
 	unsigned id;
 
-	for (int row = 0, n; text && *text; row++, text += strcspn(text, "\n"), text += !!*text)
-		if ((n = sscanf(text, "%llx %llx %llx %*x %*x %*x %*x %*x %*x %*x %*x %*x %x",
-				&x[0], &x[1], &x[2], &id)) >= 3 && (n == 4 ? (int)id : row) == cpu)
-			return v[0] = x[0], v[1] = x[1], v[2] = x[2], 0;
-	return -1;
+	for (; text && *text; text += strcspn(text, "\n"), text += !!*text, rows++) {
+		char line[256]; /* one row: sscanf reads on */
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+		n = sscanf(line, "%llx %llx %llx %*x %*x %*x %*x %*x %*x %*x %*x %*x %x", &x[0],
+			   &x[1], &x[2], &id);
+		if (n == 4 ? (int)id == cpu : n == 3 && online && rows < online->n &&
+		    online->cpu[rows] == cpu)
+			hit = n - 2, v[0] = x[0], v[1] = x[1], v[2] = x[2];
+	}
+	return hit == 2 || (hit == 1 && rows == online->n) ? 0 : -1;
 }
 
 /* ---- the lab ---- */
@@ -103,14 +109,16 @@ static struct {
 	long chunk;		/* burst datagrams between two looks; 0: no burst */
 	char if_s[16];
 	pid_t bh[MAX_BH];	/* the bottom half's threads */
+	struct kr_cpus online;	/* softnet_stat's rows before v5.10 */
 } lab;
 
-static void softnet(uint64_t v[3])
+static int softnet(uint64_t v[3])
 {
 	char *text = kr_read_text("/proc/net/softnet_stat");
+	int r = softnet_row(text, &lab.online, lab.victim, v);
 
-	softnet_row(text, lab.victim, v);
 	free(text);
+	return r;
 }
 
 /* a thread's context switches: they grow when it runs */
@@ -391,6 +399,10 @@ static int run(const struct kr_opts *o)
 		  (double)cfg.interval_ns / 1e6, o->duration_s, cfg.prio, o->threshold, cfg.ratio,
 		  o->repeat, cfg.burst);
 #endif
+	kr_online_cpus(&lab.online);
+	if (softnet((uint64_t[3]){ 0 }))
+		return kr_skip(129, "cannot tell CPU %d's row in /proc/net/softnet_stat",
+			       lab.victim);
 	if ((r = lab_build()))
 		return r;
 	if (kr_pin(0, lab.other))
