@@ -81,18 +81,24 @@ static enum kr_verdict window_rule(const struct rtt *in, const struct rtt *out, 
 	return in->p50 > limit && in->p50 > ratio * out->p50 ? KR_FAIL : KR_PASS;
 }
 
-/* cpu's processed, dropped, time_squeeze in softnet_stat (before v5.10 no column 13, the
- * cpu: rows are of online CPUs) */
-static int softnet_row(const char *text, int cpu, uint64_t v[3])
+/* cpu's processed, dropped, time_squeeze in softnet_stat (-1: none): online CPUs' rows,
+ * the CPU in column 13 since v5.10, before it the k-th online CPU in row k */
+static int softnet_row(const char *text, const struct kr_cpus *online, int cpu, uint64_t v[3])
 {
 	unsigned long long x[3];
+	int rows = 0, n, hit = 0; /* 1: by the row, 2: by column 13 */
 	unsigned id;
 
-	for (int row = 0, n; text && *text; row++, text += strcspn(text, "\n"), text += !!*text)
-		if ((n = sscanf(text, "%llx %llx %llx %*x %*x %*x %*x %*x %*x %*x %*x %*x %x",
-				&x[0], &x[1], &x[2], &id)) >= 3 && (n == 4 ? (int)id : row) == cpu)
-			return v[0] = x[0], v[1] = x[1], v[2] = x[2], 0;
-	return -1;
+	for (; text && *text; text += strcspn(text, "\n"), text += !!*text, rows++) {
+		char line[256]; /* one row: sscanf reads on */
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+		n = sscanf(line, "%llx %llx %llx %*x %*x %*x %*x %*x %*x %*x %*x %*x %x", &x[0],
+			   &x[1], &x[2], &id);
+		if (n == 4 ? (int)id == cpu : n == 3 && online && rows < online->n &&
+		    online->cpu[rows] == cpu)
+			hit = n - 2, v[0] = x[0], v[1] = x[1], v[2] = x[2];
+	}
+	return hit == 2 || (hit == 1 && rows == online->n) ? 0 : -1;
 }
 
 /* ---- the lab ---- */
@@ -100,17 +106,19 @@ static int softnet_row(const char *text, int cpu, uint64_t v[3])
 static struct {
 	bool napi, gso;		/* threaded NAPI; the burst socket takes UDP_SEGMENT */
 	int ns_c, ns_s, victim, other, echo_fd, probe_fd, burst_fd, nbh;
-	long chunk;		/* burst datagrams between two looks; 0: no burst */
+	bool burst;		/* RPS: a burst to wake ksoftirqd/N */
 	char if_s[16];
 	pid_t bh[MAX_BH];	/* the bottom half's threads */
+	struct kr_cpus online;	/* softnet_stat's rows before v5.10 */
 } lab;
 
-static void softnet(uint64_t v[3])
+static int softnet(uint64_t v[3])
 {
 	char *text = kr_read_text("/proc/net/softnet_stat");
+	int r = softnet_row(text, &lab.online, lab.victim, v);
 
-	softnet_row(text, lab.victim, v);
 	free(text);
+	return r;
 }
 
 /* a thread's context switches: they grow when it runs */
@@ -148,7 +156,6 @@ static int lab_build(void)
 {
 	char path[96], v[KR_CPUMASK_LEN], if_c[16];
 	int r = 0, small = 4096, seg = 1400, big = 64 << 20;
-	uint64_t backlog = 1000;
 
 	if ((lab.ns_c = kr_netns_new()) < 0 || (lab.ns_s = kr_netns_new()) < 0)
 		return kr_skip(125, "needs network namespaces: %s", strerror(errno));
@@ -194,11 +201,7 @@ static int lab_build(void)
 		return kr_error("lab sockets: %s", strerror(errno));
 	setsockopt(lab.burst_fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
 	lab.gso = !setsockopt(lab.burst_fd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg));
-	/* a chunk: 2 datagrams of 44 segments; without UDP GSO (< 4.18) 44 datagrams, at most
-	 * backlog/4. A backlog thread needs no burst to wake. */
-	kr_read_u64("/proc/sys/net/core/netdev_max_backlog", &backlog);
-	lab.chunk = lab.napi || lab.nbh > 1 || !cfg.burst ? 0 : lab.gso ? 2
-		    : backlog < 176 ? (long)backlog / 4 + 1 : 44;
+	lab.burst = !lab.napi && lab.nbh == 1 && cfg.burst;
 	return 0;
 }
 
@@ -269,24 +272,48 @@ static void *canary_main(void *arg)
 	return arg;
 }
 
+/* RPS: the burst, back to back: a pause (a /proc read) lets a fast victim drain it */
+static struct {
+	int cpu;
+	long sent, tried, most;		/* datagrams (no UDP GSO: 44 x as many) */
+	int64_t end;
+	atomic_bool stop;
+	pthread_t t;
+} s;
+
+static void *sender_main(void *arg)
+{
+	static char buf[44 * 1400]; /* 44 segments */
+
+	for (; !s.stop && s.tried < s.most; s.tried++)
+		s.sent += send(lab.burst_fd, buf, lab.gso ? sizeof(buf) : 1200, MSG_DONTWAIT) > 0;
+	s.end = kr_now_ns();
+	return arg;
+}
+
 static struct {
 	struct rtt in, out;
 	int polls[MAX_BH], runnable[MAX_BH];	/* each thread's state, every 1 ms */
 	bool ran[MAX_BH], woken;
 	uint64_t net[3];			/* the victim's, as softnet_row() */
-	long burst;				/* datagrams sent */
-	int64_t ws, burst_end;			/* the burner's start, the burst's end */
+	int64_t ws;				/* the burner's start */
 	const char *stop;			/* why the burst ended */
 	enum kr_verdict v;
 } w;
+
+static void burst_stop(const char *why)
+{
+	s.stop = true;
+	pthread_join(s.t, NULL);
+	w.stop = why;
+}
 
 static int measure(const struct kr_opts *o)
 {
 	int64_t dur = (int64_t)(o->duration_s * 1e9), now, we;
 	int64_t guard = 2 * cfg.interval_ns > 20 * MS ? 2 * cfg.interval_ns : 20 * MS;
 	static double in[MAX_PROBES], out[MAX_PROBES];
-	static char buf[44 * 1400]; /* a burst datagram */
-	long sw0[MAX_BH], tried = 0, most = cfg.burst * (lab.gso ? 1 : 44);
+	long sw0[MAX_BH];
 	int nin = 0, nout = 0, sin = 0, gin = 0, sout = 0;
 	uint64_t net0[3] = { 0 }, net1[3] = { 0 };
 	struct kr_taskstat ts;
@@ -294,6 +321,8 @@ static int measure(const struct kr_opts *o)
 
 	memset(&w, 0, sizeof(w));
 	memset(&b, 0, sizeof(b));
+	s.sent = s.tried = s.end = 0, s.most = cfg.burst * (lab.gso ? 1 : 44);
+	s.stop = false;
 	c.n = 0, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
 	/* on an error the process ends; the client 0.3 s after its last probe */
 	if (kr_thread_start(&ct, lab.other, SCHED_OTHER, 0, client_main, NULL) ||
@@ -308,25 +337,25 @@ static int measure(const struct kr_opts *o)
 		kr_sleep_ns(100000);
 	for (int i = 0; i < lab.nbh; i++)
 		sw0[i] = switches(lab.bh[i]);
-	/* Watch the threads while the burner runs. RPS: a burst (a softirq round past its budget
-	 * wakes ksoftirqd/N) until it ran or is runnable, drops, --burst or window/5 */
+	if (lab.burst && kr_thread_start(&s.t, s.cpu, SCHED_OTHER, 0, sender_main, NULL))
+		return kr_error("sender thread: %s", strerror(errno));
+	/* Watch every 1 ms (0.25 in the burst: until ksoftirqd/N woke, drops, --burst, window/5) */
 	while ((now = kr_now_ns()) < b.deadline - 2 * MS) {
-		for (long k = 0; !w.stop && k < lab.chunk && tried < most; k++, tried++)
-			w.burst += send(lab.burst_fd, buf, lab.gso ? sizeof(buf) : 1200,
-					MSG_DONTWAIT) > 0;
 		for (int i = 0; i < lab.nbh; i++)
 			if (!kr_read_taskstat(lab.bh[i], &ts))
 				w.polls[i]++, w.runnable[i] += ts.state == 'R';
-		if (!lab.chunk || w.stop) {
-			kr_sleep_ns(MS);
-			continue;
+		if (lab.burst && !w.stop) {
+			softnet(net1);
+			const char *why = w.runnable[0] || switches(lab.bh[0]) != sw0[0] ? ""
+				: net1[1] > net0[1] ? " full" : s.tried >= s.most ||
+				now > w.ws + cfg.window_ns / 5 ? " no wake" : NULL;
+			if (why)
+				burst_stop(why);
 		}
-		softnet(net1);
-		w.stop = w.runnable[0] || switches(lab.bh[0]) != sw0[0] ? ""
-			 : net1[1] > net0[1] ? " full" : tried >= most ||
-			 now > w.ws + cfg.window_ns / 5 ? " no wake" : NULL;
-		w.burst_end = kr_now_ns();
+		kr_sleep_ns(lab.burst && !w.stop ? MS / 4 : MS);
 	}
+	if (lab.burst && !w.stop)
+		burst_stop(" no wake");
 	for (int i = 0; i < lab.nbh; i++)
 		w.ran[i] = switches(lab.bh[i]) != sw0[i], w.woken |= w.runnable[i] || w.ran[i];
 	pthread_join(bt, NULL);
@@ -344,7 +373,7 @@ static int measure(const struct kr_opts *o)
 		int64_t sent = c.p[i].sent, rtt = c.p[i].rtt;
 		/* lost while the victim dropped packets: held until the burner ended */
 		double ms = (double)(rtt >= 0 ? rtt : w.net[1] ? we - sent : 0) / 1e6;
-		c.p[i].ph = probe_phase(sent, rtt, w.ws, w.burst_end ? w.burst_end + guard : w.ws,
+		c.p[i].ph = probe_phase(sent, rtt, w.ws, s.end ? s.end + guard : w.ws,
 					we, guard);
 		if (c.p[i].ph == PHASE_IN && (sin++, gin += rtt >= 0, rtt >= 0 || w.net[1]))
 			in[nin++] = ms;
@@ -363,6 +392,7 @@ static int run(const struct kr_opts *o)
 	static double in_p50[101];
 	int64_t dur = (int64_t)(o->duration_s * 1e9), end;
 	int r, tries = 0, n = 0, nwoken = 0, nstolen = 0, npass = 0, nfail = 0;
+	uint64_t skbs = 0, drops = 0;
 	double out_p50 = NAN;
 	struct kr_cpus usable;
 	char why[200];
@@ -371,6 +401,10 @@ static int run(const struct kr_opts *o)
 	lab.napi = cfg.napi > 0 || (cfg.napi < 0 && o->trigger);
 	kr_usable_cpus(&usable);
 	r = kr_cpu_pick(&usable, o->cpu, &lab.victim, &lab.other);
+	s.cpu = lab.other; /* or a third CPU */
+	for (int i = 0; i < usable.n && s.cpu == lab.other; i++)
+		if (usable.cpu[i] != lab.victim && usable.cpu[i] != lab.other)
+			s.cpu = usable.cpu[i];
 	kr_cpus_free(&usable);
 	if (r < 0 || lab.other < 0)
 		return kr_skip(129, "needs 2 usable CPUs (victim, client): %s",
@@ -391,6 +425,10 @@ static int run(const struct kr_opts *o)
 		  (double)cfg.interval_ns / 1e6, o->duration_s, cfg.prio, o->threshold, cfg.ratio,
 		  o->repeat, cfg.burst);
 #endif
+	kr_online_cpus(&lab.online);
+	if (softnet((uint64_t[3]){ 0 }))
+		return kr_skip(129, "cannot tell CPU %d's row in /proc/net/softnet_stat",
+			       lab.victim);
 	if ((r = lab_build()))
 		return r;
 	if (kr_pin(0, lab.other))
@@ -413,7 +451,7 @@ static int run(const struct kr_opts *o)
 		       (unsigned long long)w.net[1], (unsigned long long)w.net[2]);
 		if (report_more)
 			report_more(o, tries);
-		nwoken += w.woken, nstolen += b.stolen;
+		nwoken += w.woken, nstolen += b.stolen, skbs += w.net[0], drops += w.net[1];
 		out_p50 = fmax(out_p50, w.out.p50);
 		if (w.v != KR_SKIP)
 			v[n] = w.v, in_p50[n++] = w.in.p50;
@@ -425,6 +463,9 @@ static int run(const struct kr_opts *o)
 		       : NAN;
 	if (nstolen == tries)
 		return kr_skip(129, "RT throttling stopped the burner (cpu.rt_runtime_us?)");
+	if (!nwoken && lab.burst && skbs && !drops) /* the victim kept up: any kernel */
+		return kr_skip(129, "this machine is too fast: CPU %d kept up with the burst",
+			       lab.victim);
 	if (!n)
 		return kr_inconclusive(med, nwoken ? "too few echoes in %d windows"
 					    : "no bottom-half thread woken in %d windows", tries);
@@ -489,7 +530,7 @@ static void report_full(const struct kr_opts *o, int when)
 			       ok ? kr_policy_name(ts.policy) : "-", ok ? ts.rt_priority : 0);
 		}
 		kr_say("burner SCHED_FIFO %ld%s%s", cfg.prio, o->mitigate ? "; bottom half "
-		       "raised above it" : "", lab.chunk ? "; a burst at the window start" : "");
+		       "raised above it" : "", lab.burst ? "; a burst at the window start" : "");
 		kr_csv_open("repeat,seq,sent_ms_from_window_start,rtt_ms,phase");
 		kr_progress("window 1 (0 of %d counted)", o->repeat);
 		return;
@@ -510,8 +551,8 @@ static void report_full(const struct kr_opts *o, int when)
 		       w.polls[i], w.ran[i] ? ", ran" : "");
 	}
 	if (w.stop)
-		kr_say("  burst %ld in %.1f ms%s", w.burst, w.burst_end ?
-		       (double)(w.burst_end - w.ws) / 1e6 : 0, w.stop);
+		kr_say("  burst %ld in %.1f ms%s", s.sent, s.end ? (double)(s.end - w.ws) / 1e6
+		       : 0, w.stop);
 	if (w.v == KR_SKIP)
 		kr_say("  not counted: %s", b.stolen ? "RT throttling stopped the burner"
 		       : !w.woken ? "no bottom-half thread woken" : "too few echoes");
