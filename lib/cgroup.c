@@ -100,8 +100,10 @@ int kr_cgroup_remove(const char *path)
 	int r;
 
 	/* a cgroup whose last task just exited can stay busy a moment; one with a task
-	 * left (a workload the run forked, whose parent was killed) needs that task gone */
-	for (int i = 0; (r = rmdir(path)) < 0 && errno == EBUSY && i < 100; i++) {
+	 * left (a workload the run forked, whose parent was killed) needs that task gone.
+	 * Up to 10 s: a 128-vCPU guest under TCG kept one busy past 2 s (exit 128, the
+	 * cgroup left behind on a host where that happens) */
+	for (int i = 0; (r = rmdir(path)) < 0 && errno == EBUSY && i < 500; i++) {
 		if (n + sizeof("/cgroup.procs") <= sizeof(procs)) {
 			memcpy(procs, path, n);
 			memcpy(procs + n, "/cgroup.procs", sizeof("/cgroup.procs"));
