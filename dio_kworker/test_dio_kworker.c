@@ -148,7 +148,7 @@ static int extent_blocks(int fd, uint64_t *written, uint64_t *unwritten)
 static void extents_unwritten_again(void **state)
 {
 	char dir[] = "krepro-test-dio-extents-XXXXXX", path[64];
-	uint64_t w, u, size = cfg.size;
+	uint64_t w = 0, u = 0, size = cfg.size;
 	struct statfs fs;
 	int fd;
 
