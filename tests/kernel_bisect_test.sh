@@ -30,6 +30,9 @@ src=${1:?usage: kernel_bisect_test.sh SOURCE_DIR}
 . "$(dirname "$0")/checks.sh"
 tmp=$(mktemp -d /tmp/krepro-kbtest.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT INT TERM
+# a step SIGKILLed on purpose (the resume check) cannot remove its mktemp files: keep
+# them in this test's directory
+export TMPDIR="$tmp"
 mkdir -p "$tmp/bin" "$tmp/kr/scripts/vm"
 cp "$src/scripts/vm/kernel-bisect" "$src/scripts/vm/bisect-kernel" "$tmp/kr/scripts/vm/"
 cp "$src/scripts/krcompare.py" "$tmp/kr/scripts/"
