@@ -265,7 +265,7 @@ def run_once(side, prog, args, flock=None, timeout=900):
 
 # ---- provenance: what measured, where, when --------------------------------------------------
 
-def _first_line(cmd):
+def first_line(cmd):
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
@@ -276,7 +276,7 @@ def _first_line(cmd):
 
 def revision():
     """krepro's revision (git describe --always --dirty), or "unknown" outside a checkout"""
-    return _first_line(["git", "-C", TOP, "describe", "--always", "--dirty"]) or "unknown"
+    return first_line(["git", "-C", TOP, "describe", "--always", "--dirty"]) or "unknown"
 
 
 def host_accelerator():
@@ -306,7 +306,7 @@ def program_compiler(prog):
                       if s.get("language") == "c" and s.get("compiler"))
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
         return None
-    return _first_line(cc + ["--version"])
+    return first_line(cc + ["--version"])
 
 
 def kernel_compiler(k):
@@ -331,7 +331,7 @@ def provenance(sides, prog=None, started=None, qemu="qemu-system-x86_64"):
     return {"krepro": revision(), "started": started,
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": host_info(), "accelerator": "/".join(accels) if accels else None,
-            "qemu": _first_line([qemu, "--version"]) if guests else None,
+            "qemu": first_line([qemu, "--version"]) if guests else None,
             "compiler": program_compiler(prog) if prog else None,
             "kernel_compilers": [kernel_compiler(s.get("kernel")) for s in sides]}
 
