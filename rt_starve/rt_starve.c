@@ -41,7 +41,7 @@ static struct {
 } cfg = { .napi = -1, .window_ns = 500 * MS, .interval_ns = 5 * MS, .prio = 50,
 	  .burst = 1000, .ratio = 10 };
 
-/* the full program's (NULL here): its knobs; its report (when -1 the lab, N window N) */
+/* the full program's (NULL here): knobs; report (-1: the lab, N: window N) */
 static const char *const *env_knobs;
 static void (*report_more)(const struct kr_opts *o, int when);
 
@@ -272,10 +272,11 @@ static void *canary_main(void *arg)
 	return arg;
 }
 
-/* RPS: the burst, back to back: a pause (a /proc read) lets a fast victim drain it */
+/* RPS: the burst, back to back: a fast victim drains a paused one */
 static struct {
 	int cpu;
-	long sent, tried, most;		/* datagrams (no UDP GSO: 44 x as many) */
+	long sent, most;		/* datagrams (no UDP GSO: 44 x as many) */
+	atomic_long tried;
 	int64_t end;
 	atomic_bool stop;
 	pthread_t t;
@@ -285,7 +286,7 @@ static void *sender_main(void *arg)
 {
 	static char buf[44 * 1400]; /* 44 segments */
 
-	for (; !s.stop && s.tried < s.most; s.tried++)
+	for (long i = 0; !s.stop && i < s.most; s.tried = ++i)
 		s.sent += send(lab.burst_fd, buf, lab.gso ? sizeof(buf) : 1200, MSG_DONTWAIT) > 0;
 	s.end = kr_now_ns();
 	return arg;
@@ -321,7 +322,8 @@ static int measure(const struct kr_opts *o)
 
 	memset(&w, 0, sizeof(w));
 	memset(&b, 0, sizeof(b));
-	s.sent = s.tried = s.end = 0, s.most = cfg.burst * (lab.gso ? 1 : 44);
+	s.tried = 0;
+	s.sent = s.end = 0, s.most = cfg.burst * (lab.gso ? 1 : 44);
 	s.stop = false;
 	c.n = 0, c.t0 = kr_now_ns() + 5 * MS, c.t_end = c.t0 + dur;
 	/* on an error the process ends; the client 0.3 s after its last probe */
@@ -339,7 +341,7 @@ static int measure(const struct kr_opts *o)
 		sw0[i] = switches(lab.bh[i]);
 	if (lab.burst && kr_thread_start(&s.t, s.cpu, SCHED_OTHER, 0, sender_main, NULL))
 		return kr_error("sender thread: %s", strerror(errno));
-	/* Watch every 1 ms (0.25 in the burst: until ksoftirqd/N woke, drops, --burst, window/5) */
+	/* Watch every 1 ms (0.25 ms in the burst: until a wake, drops, --burst or window/5) */
 	while ((now = kr_now_ns()) < b.deadline - 2 * MS) {
 		for (int i = 0; i < lab.nbh; i++)
 			if (!kr_read_taskstat(lab.bh[i], &ts))
