@@ -159,8 +159,11 @@ kb() { # OUT KERNEL-BISECT-ARGS...: exit code in $rc (--repo "$repo", default $t
 	out=$tmp/$1
 	shift
 	: >"$BOOTS"
+	# --verify-runs 3 (fewer stand-in boots) unless $vr is set: vr= for the default
+	# shellcheck disable=SC2086
 	PATH=$tmp/bin:$PATH sh -c 'echo $$ >"$KB_PID"; exec "$@"' kb "$tmp/kr/scripts/vm/kernel-bisect" \
-		--repo "${repo:-$tree}" --config "$tmp/start.config" --out "$out" "$@" -- /bin/true >"$tmp/kb.log" 2>&1
+		--repo "${repo:-$tree}" --config "$tmp/start.config" --out "$out" ${vr---verify-runs 3} "$@" \
+		-- /bin/true >"$tmp/kb.log" 2>&1
 	rc=$?
 }
 export KB_PID="$tmp/kb.pid"
@@ -171,20 +174,21 @@ same_tree() {
 		ok "$1: the tree's checkout and .config restored" || bad "$1: the tree was left changed"
 }
 
-kb reg v-good v-bad
+vr= kb reg v-good v-bad # the default --verify-runs: 5
+unset vr
 [ "$rc" = 0 ] && ok "regression: exit 0" || bad "regression: exit $rc: $(tail -n5 "$tmp/kb.log")"
 [ "$(first bad)" = "$culprit" ] && ok "regression: the first bad commit is the culprit" ||
 	bad "regression: first bad $(first bad), want $culprit"
 grep -q '^verify: the culprit is confirmed' "$out/summary.txt" &&
-	grep -q "^verify: v-bad with ${culprit%"${culprit#????????????}"} reverted: PASS 3/3" "$out/summary.txt" &&
-	ok "regression: verified, the revert too" || bad "regression: $(cat "$out/summary.txt")"
+	grep -q "^verify: v-bad with ${culprit%"${culprit#????????????}"} reverted: PASS 5/5" "$out/summary.txt" &&
+	ok "regression: verified 5 times each (the default), the revert too" || bad "regression: $(cat "$out/summary.txt")"
 awk 'length($0) > 72 { bad = 1 } END { exit bad }' "$out/summary.txt" &&
 	ok "summary.txt within 72 columns" || bad "summary.txt: $(cat "$out/summary.txt")"
 # one hash over all steps (so none for a commit built twice, the culprit and its parent)
 hashes=$(awk '$2 == "config" {print $3}' "$out/steps.txt" | sort -u)
 [ "$(echo "$hashes" | wc -l)" = 1 ] && [ -n "$hashes" ] && ok "one config hash for every step" ||
 	bad "config hashes: $hashes"
-grep -q "PASS 3/3 -> FAIL 3/3\|PASS 3/3 *FAIL 3/3" "$out/compare.txt" && ok "compare.txt: parent against culprit" ||
+grep -q "PASS 5/5 -> FAIL 5/5\|PASS 5/5 *FAIL 5/5" "$out/compare.txt" && ok "compare.txt: parent against culprit" ||
 	bad "compare.txt: $(cat "$out/compare.txt")"
 same_tree regression
 
@@ -248,9 +252,9 @@ kb hangskip --hang-is skip v-good v-bad5
 [ "$rc" = 1 ] && grep -q "HANG: the program started, no verdict (--hang-is skip: 125)" "$out/steps.txt" &&
 	ok "--hang-is skip: a hanging endpoint is skipped" || bad "--hang-is skip: exit $rc: $(cat "$out/steps.txt")"
 
-# the endpoints are checked N times too (--verify-runs, 3), not once
-head -n1 "$tmp/reg/steps.txt" | grep -q " exit 0,0,0 " && sed -n 2p "$tmp/reg/steps.txt" | grep -q " exit 1,1,1 " &&
-	ok "the endpoints run 3 times each" || bad "endpoints: $(head -n2 "$tmp/reg/steps.txt")"
+# the endpoints are checked N times too (--verify-runs, default 5), not once
+head -n1 "$tmp/reg/steps.txt" | grep -q " exit 0,0,0,0,0 " && sed -n 2p "$tmp/reg/steps.txt" | grep -q " exit 1,1,1,1,1 " &&
+	ok "the endpoints run 5 times each" || bad "endpoints: $(head -n2 "$tmp/reg/steps.txt")"
 
 # a check with SKIPs: flaky, run again up to --verify-max-runs (9), then said; exit 4
 kb flaky v-good v-bad6
