@@ -246,6 +246,14 @@ def whole(tmp):
         check(mail.startswith("Subject: [krepro] standin: PASS 5/5 on default -> FAIL 5/5 on --trigger"),
               "subject: " + mail.split("\n")[0])
         check(cmp["table"] in mail, "the table is in the mail")
+        check('krepro noticed "standin: PASS 5/5 -> FAIL 5/5", a +' in flat(mail) and
+              "regression of delay 0.344 -> 300ms, on --trigger against default:" in flat(mail),
+              "LKP's headline: the flip and the change the rule called:\n" + mail)
+        check(f"measured by: krepro {pv.get('krepro')}, " in flat(mail) and "test machine: " in mail and
+              (" (the programs)" in mail if pv.get("compiler") else "compiler:     not recorded" in mail) and
+              "| Reported-by: NAME <EMAIL>" in mail and
+              "| Closes: URL-OF-THIS-REPORT" in mail and "parameters: standin, 5 runs a side" in flat(mail),
+              "the test machine, compiler, revision, parameters and tags of compare.json:\n" + mail)
         check("4cd13c21b207" in mail and "CONFIG_HZ=250" in mail, "causes and config from the JSON")
         check("scripts/compare --host -n 5 --b-args --trigger" in mail, "the command to run it again")
         check("regression (a higher delay is worse): +" in flat(mail) and "against the base a (default)" in flat(mail),
