@@ -340,7 +340,8 @@ python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["co
 # parameters, the config, Reported-by/Closes to fill, Cc: from the tree's get_maintainer.pl
 "$src/scripts/report" --out "$tmp/mail-user" --bisect "$out" >/dev/null 2>"$tmp/report.err"
 m=$(cat "$tmp/mail-user/mail.txt" 2>/dev/null)
-for want in '^krepro noticed "standin: PASS -> FAIL", \(a +59900.0% regression of \)\{0,1\}in_p50 0.4 -> 240ms' \
+for want in '^krepro noticed "standin: PASS -> FAIL", \(a +59900% regression of \)\{0,1\}in_p50 0.400 -> 240ms' \
+	'^measured by:  krepro .*, 20[0-9][0-9]-' \
 	"^commit: ${culprit%"${culprit#????????????}"} (\"the culprit\")" '^tree:   https://example.org/someones/linux.git' \
 	'^compiler:     gcc ' '^test machine: 2 vCPUs, 1024 MiB memory: a qemu guest (KVM expected\|TCG)' '^config:       start.config (attached)' \
 	'^  program:   standin' '^| Reported-by: NAME <EMAIL>$' '^| Closes: URL-OF-THIS-REPORT$' '^To: k <k@l>$' \
