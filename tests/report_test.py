@@ -88,11 +88,13 @@ def bisect_mail(tmp):
     check(not [l for l in mail.split("\n") if len(l) > 72], "bisect mail within 72 columns")
     check(mail.startswith("Subject: [krepro] rt_starve FAILs since " + first), mail.split("\n")[0])
     check("\ncommit: " + first in mail and "\ntree:   " in mail, "the commit and the tree")
-    # LKP's parts: the verdict flip, Reported-by/Closes to fill (an older record: the
-    # recipients were not looked up, and the mail says so)
+    # LKP's parts: the verdict flip, Reported-by/Closes to fill, the recipients the
+    # tree's own get_maintainer.pl named (the record's result.json), who measured
+    cc = (res.get("maintainers") or {}).get("recipients") or []
     check('krepro noticed "rt_starve: PASS -> FAIL"' in mail and "| Reported-by: NAME <EMAIL>" in mail
-          and "| Closes: URL-OF-THIS-REPORT" in mail and "Recipients: not looked up" in mail,
-          "LKP's headline, tags and the recipients' note")
+          and "| Closes: URL-OF-THIS-REPORT" in mail and cc and "\nCc: " + ", ".join(cc) + "\n" in mail
+          and "\nmeasured by:  krepro " + (res.get("krepro") or "") in mail,
+          "LKP's headline, tags, the recipients and who measured")
     for v in open(os.path.join(bdir, "verify.txt")).read().splitlines():
         check(v[len("verify: "):].split(":")[0] in mail, f"verification line: {v}")
     cmp = json.load(open(os.path.join(bdir, "compare.json")))
