@@ -192,8 +192,9 @@ grep -q "PASS 5/5 -> FAIL 5/5\|PASS 5/5 *FAIL 5/5" "$out/compare.txt" && ok "com
 	bad "compare.txt: $(cat "$out/compare.txt")"
 same_tree regression
 
-kb fix --fix --term-old broken --term-new fixed v-bad v-fixed
-[ "$rc" = 0 ] && [ "$(first fixed)" = "$fix" ] && ok "fix bisect: names the fix, exit 0" ||
+# with --flock (the worktree's checkout, builds and runs under it)
+kb fix --fix --term-old broken --term-new fixed --flock "$tmp/bench.lock" v-bad v-fixed
+[ "$rc" = 0 ] && [ "$(first fixed)" = "$fix" ] && ok "fix bisect (--flock): names the fix, exit 0" ||
 	bad "fix bisect: exit $rc, first fixed $(first fixed), want $fix: $(tail -n5 "$tmp/kb.log")"
 grep -q '^verify: the culprit is confirmed' "$out/summary.txt" && ok "fix bisect: verified" ||
 	bad "fix bisect: $(cat "$out/summary.txt")"
