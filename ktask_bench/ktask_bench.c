@@ -197,8 +197,11 @@ static double run_pass(bool clear, int n)
 
 /* ---- the measurement ---- */
 
-/* Fresh memory of kind k: the kernel clears it with n threads, then rep stosb over it
- * (job.t). fallocate: of one hugetlbfs file, then mapped for rep stosb. 0 or an exit code. */
+static int npoints, points[MAX_POINTS], vp; /* N = points[vp] */
+
+/* Fresh memory of kind k: the kernel clears it with n threads, then, at N threads (the
+ * ceiling the rule uses), rep stosb over it (job.t; else NAN). fallocate: of one
+ * hugetlbfs file, then mapped for rep stosb. 0 or an exit code. */
 static int cycle(int k, int n)
 {
 	bool fa = job.method == M_FALLOCATE;
@@ -222,16 +225,23 @@ static int cycle(int k, int n)
 		return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
 	job.huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *
 				    1024.0 / (double)job.size;
-	if ((fa && madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0) ||
-	    (job.t[1] = run_pass(false, n)) < 0)
-		return kr_error("rep stosb: %s", strerror(errno));
+	/* the ceiling is the faster of two passes: the first user access of a page that
+	 * MADV_POPULATE_WRITE mapped also pays its translation's first use (the PTE's
+	 * accessed bit), which a host with shadow or nested paging makes ~6 us a 4 KiB
+	 * page: 0.6 GiB/s, not bandwidth, on a Firecracker microVM (issue 41) */
+	job.t[1] = NAN;
+	for (int pass = 0; n == points[vp] && pass < 2; pass++) {
+		double s = fa && !pass && madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0 ? -1
+										    : run_pass(false, n);
+		if (s < 0)
+			return kr_error("rep stosb: %s", strerror(errno));
+		job.t[1] = pass ? fmin(job.t[1], s) : s;
+	}
 	munmap(job.map, maplen);
 	if (fa)
 		close(job.fd);
 	return 0;
 }
-
-static int npoints, points[MAX_POINTS], vp; /* N = points[vp] */
 
 /* Kind k: a warm-up, then its repeats back to back (the memory a pass frees is reused
  * before the host takes it) within left s. A repeat counts, with its fastest pass per
@@ -439,16 +449,17 @@ static void kind_table(int k, int nrep, int judged)
 	for (int i = 0; i < npoints; i++) {
 		struct kr_stats s[2];
 		double v[2][MAX_REPEAT];
-		char sp[16] = "      -";
-		for (int q = 0; q < 2; q++) { /* a copy: kr_stats sorts */
+		char sp[16] = "      -", st[32] = "      -       -"; /* rep stosb: at N only */
+		for (int q = 0; q < 1 + (i == vp); q++) { /* a copy: kr_stats sorts */
 			memcpy(v[q], tm[k][q][i], sizeof(v[q]));
 			kr_stats(v[q], (size_t)nrep, &s[q]);
 		}
 		if (i)
 			snprintf(sp, sizeof(sp), "%6.2fx", t1 / s[0].min);
-		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %7.2f %7.2f", points[i], sp, s[0].min,
-		       s[0].median, nrep > 1 ? s[0].stdev : 0, gib / s[0].min, gib / s[1].min,
-		       s[1].min / s[0].min);
+		if (i == vp)
+			snprintf(st, sizeof(st), "%7.2f %7.2f", gib / s[1].min, s[1].min / s[0].min);
+		kr_say("%3d %s %7.3f %6.3f %6.3f %6.2f %s", points[i], sp, s[0].min, s[0].median,
+		       nrep > 1 ? s[0].stdev : 0, gib / s[0].min, st);
 	}
 	if (nrep > judged)
 		kr_say("%d repeat%s not judged: workers waited >%.0f%% of a pass for a CPU",
