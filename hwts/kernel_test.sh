@@ -105,10 +105,11 @@ check "lo: software TX stamps" True "$(json "$tmp/lo.json" "j['measurements']['u
 check "lo: hardware path unsupported" True "$(json "$tmp/lo.json" \
 	"j['measurements']['hardware_timestamps'].startswith('unsupported by lo')")"
 
-# the other side of the rule: late only above awake p50 + 1 ms, which no wakeup here costs
+# the other side of the rule: late only above awake p50 + 50 ms, far past any wakeup
+# (at --late 1ms a cold run on a Firecracker microVM FAILed: its halts can exceed 1 ms)
 awake=pmqos; [ $has_states = yes ] || awake=spin
-run --awake $awake --late 1ms --quiet "$tmp/c.txt"
-[ $rc = 125 ] && skipped=1 || check "$awake --late 1ms PASS" 0 $rc
+run --awake $awake --late 50ms --quiet "$tmp/c.txt"
+[ $rc = 125 ] && skipped=1 || check "$awake --late 50ms PASS" 0 $rc
 [ $rc = 125 ] || { grep -q '^hwts: PASS late_added=' "$tmp/c.txt"; check "PASS verdict line" 0 $?; }
 
 # SIGINT while a cpuidle state is disabled (--per-state): ERROR 128, everything restored

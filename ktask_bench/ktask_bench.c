@@ -199,9 +199,8 @@ static double run_pass(bool clear, int n)
 
 static int npoints, points[MAX_POINTS], vp; /* N = points[vp] */
 
-/* Fresh memory of kind k: the kernel clears it with n threads, then, at N threads (the
- * ceiling the rule uses), rep stosb over it (job.t; else NAN). fallocate: of one
- * hugetlbfs file, then mapped for rep stosb. 0 or an exit code. */
+/* Fresh memory of kind k: the kernel clears it with n threads, then at N rep stosb
+ * over it (job.t; else NAN). fallocate: of one hugetlbfs file. 0 or an exit code. */
 static int cycle(int k, int n)
 {
 	bool fa = job.method == M_FALLOCATE;
@@ -225,17 +224,14 @@ static int cycle(int k, int n)
 		return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
 	job.huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *
 				    1024.0 / (double)job.size;
-	/* the ceiling is the faster of two passes: the first user access of a page that
-	 * MADV_POPULATE_WRITE mapped also pays its translation's first use (the PTE's
-	 * accessed bit), which a host with shadow or nested paging makes ~6 us a 4 KiB
-	 * page: 0.6 GiB/s, not bandwidth, on a Firecracker microVM (issue 41) */
+	/* two passes: a first access sets each PTE's accessed bit, ~6 us a page
+	 * under a host's shadow paging (Firecracker, issue 41) */
 	job.t[1] = NAN;
-	for (int pass = 0; n == points[vp] && pass < 2; pass++) {
-		double s = fa && !pass && madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0 ? -1
-										    : run_pass(false, n);
-		if (s < 0)
+	if (n == points[vp]) {
+		double a = fa && madvise(job.map, job.size, MADV_POPULATE_WRITE) < 0 ? -1
+										 : run_pass(false, n);
+		if (a < 0 || (job.t[1] = fmin(a, run_pass(false, n))) < 0)
 			return kr_error("rep stosb: %s", strerror(errno));
-		job.t[1] = pass ? fmin(job.t[1], s) : s;
 	}
 	munmap(job.map, maplen);
 	if (fa)
