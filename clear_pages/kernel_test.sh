@@ -49,10 +49,10 @@ for mode in "" --mitigate; do
 		[ $rc = 125 ] || break
 	done
 	last=$(echo "$out" | tail -1)
-	if { [ $rc -le 1 ] && agrees "$last" $rc; } || busy "$last" $rc; then
+	if { [ $rc -le 1 ] && agrees "$last" $rc; } || busy "$out" $rc; then
 		ok "${mode:-default} rc=$rc: $last"
 	else fail "${mode:-default} rc=$rc: $last"; fi
-	busy "$last" $rc ||
+	busy "$out" $rc ||
 	echo "$out" | grep -q '^GiB/s, medians:  kernel [0-9.]*  rep stosb [0-9.]*  movnti' ||
 		fail "${mode:-default}: no bandwidths in the report"
 	check_state "${mode:-default} run"
@@ -86,7 +86,7 @@ check_state "json run"
 # 3. THP (129 where memory is too fragmented for them, 125 where THP is off)
 out=$("$prog" --wait 120 --pages thp); rc=$?
 last=$(echo "$out" | tail -1)
-if agrees "$last" $rc || busy "$last" $rc || [ $rc = 129 ] || { [ $rc = 125 ] && echo "$last" | grep -q THP; }; then
+if agrees "$last" $rc || busy "$out" $rc || [ $rc = 129 ] || { [ $rc = 125 ] && echo "$last" | grep -q THP; }; then
 	ok "--pages thp rc=$rc: $last"
 else fail "--pages thp rc=$rc: $last"; fi
 check_state "--pages thp"
