@@ -41,9 +41,11 @@ const char *kr_format_value(double v, char *buf, size_t len)
 {
 	double a = fabs(v);
 
-	/* 0.9996 is "1.000", never a bare "1" */
-	snprintf(buf, len, !isfinite(v) ? "n/a" : a >= 100 ? "%.0f" : a >= 10 ? "%.1f" :
-		 a >= 1 || a == 0 ? "%.2f" : a >= 0.1 ? "%.3f" : "%.3g", v);
+	/* three significant digits, the decade chosen by the value as it rounds: 0.9996 and
+	 * 1.0 are both "1.00" (0.9996 was "1.000": a program and its mail form measuring
+	 * 0.9996 and 1.0 printed different digits), never a bare "1" */
+	snprintf(buf, len, !isfinite(v) ? "n/a" : a >= 99.95 ? "%.0f" : a >= 9.995 ? "%.1f" :
+		 a >= 0.9995 || a == 0 ? "%.2f" : a >= 0.09995 ? "%.3f" : "%.3g", v);
 	return buf;
 }
 

@@ -82,6 +82,25 @@ static void test_vote(void **state)
 	assert_int_equal(kr_vote(none, 2, &p, &f), KR_SKIP);
 }
 
+/* the verdict line's digits: three significant, the decade by the value as it rounds, so
+ * that 0.9996 and 1.0 (a program and its mail form) print the same "1.00" */
+static void test_format_value(void **state)
+{
+	char b[32];
+	(void)state;
+
+	assert_string_equal(kr_format_value(0.9996, b, sizeof(b)), "1.00");
+	assert_string_equal(kr_format_value(1.0, b, sizeof(b)), "1.00");
+	assert_string_equal(kr_format_value(0.998, b, sizeof(b)), "0.998");
+	assert_string_equal(kr_format_value(9.996, b, sizeof(b)), "10.0");
+	assert_string_equal(kr_format_value(99.96, b, sizeof(b)), "100");
+	assert_string_equal(kr_format_value(0.09996, b, sizeof(b)), "0.100");
+	assert_string_equal(kr_format_value(0.0123, b, sizeof(b)), "0.0123");
+	assert_string_equal(kr_format_value(0, b, sizeof(b)), "0.00");
+	assert_string_equal(kr_format_value(-0.9996, b, sizeof(b)), "-1.00");
+	assert_string_equal(kr_format_value(NAN, b, sizeof(b)), "n/a");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -89,6 +108,7 @@ int main(void)
 		cmocka_unit_test(test_mean_stdev),
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_vote),
+		cmocka_unit_test(test_format_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
