@@ -7,6 +7,7 @@
  * exceed glibc's cpu_set_t (1024 CPUs), so affinity calls are sized to the kernel.
  */
 #include "krepro.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -199,6 +200,12 @@ static struct kr_cpus start_aff;
 void kr_cpus_init(void)
 {
 	kr_cpus_free(&start_aff);
+#ifndef KR_MAIL
+	if (kr_root) { /* a recorded machine has no affinity: its online CPUs */
+		sysfs_cpus("online", &start_aff);
+		return;
+	}
+#endif
 	kr_affinity_get(0, &start_aff);
 }
 

@@ -4,6 +4,7 @@
  * and the start/end markers in the kernel log.
  */
 #include "krepro.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -216,7 +217,7 @@ static int cmp_node(const void *a, const void *b)
 
 char *kr_numa_summary(const char *dir)
 {
-	char p[600], *online, *cpus, *out = NULL, *end;
+	char p[600], at[1024], *online, *cpus, *out = NULL, *end;
 	int *nodes = NULL, n = 0, *more;
 	size_t len = 0;
 	struct dirent *e;
@@ -224,7 +225,7 @@ char *kr_numa_summary(const char *dir)
 
 	dir = dir ? dir : "/sys/devices/system/node";
 	snprintf(p, sizeof(p), "%s/online", dir);
-	if (!(online = kr_read_text(p)) || !(d = opendir(dir)))
+	if (!(online = kr_read_text(p)) || !(d = opendir(kr_rooted(dir, at, sizeof(at)))))
 		return free(online), NULL;
 	/* the nodeN directories: numbers may be sparse, up to MAX_NUMNODES (1024 on x86) */
 	while ((e = readdir(d))) {

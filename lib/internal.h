@@ -19,4 +19,10 @@ void kr_journal_detach(void);
 void kr_print_wrapped(FILE *f, const char *prefix, const char *text, int indent);
 /* where sysfs is mounted for lib/mem.c's hugetlb pool ("/sys"; tests: a tree of files) */
 extern const char *kr_sysfs;
+/* Unit tests only, never from an option or the environment (the programs run as root): a
+ * recorded machine's tree (tests/shapes/NAME/root) from which lib's readers take the files
+ * of "/sys/..." and "/proc/...", and its online CPUs as the usable ones. NULL: this machine. */
+extern const char *kr_root;
+/* path under kr_root where it is set and path is in /sys or /proc (into buf), else path */
+const char *kr_rooted(const char *path, char *buf, size_t len);
 #endif
