@@ -11,8 +11,11 @@
  * 11.8 -> 23.6 GB/s. One thread faults fresh hugetlb pages (or THP) at their base, then
  * stores over them with rep stosb (what clear_page_erms runs) and movnti (for the
  * report): clearing = kernel GiB/s / rep stosb GiB/s, the median of the passes after a
- * cold one (KVM guests give freed memory to the host). --mitigate faults each page at
- * its last byte: the same kernel then clears bottom-up, the order of the fix.
+ * cold one (KVM guests give freed memory to the host). Each pass is followed by a
+ * control pass faulting at the last byte (bottom-up, the fix's order): a FAIL needs
+ * the control faster by CONTROL_GAP, else the memory was slow, not the order (a
+ * Firecracker microVM: both orders 0.46-0.84 in one cold hour). --mitigate faults
+ * every page at its last byte: the same kernel then clears bottom-up.
  */
 #include "krepro.h"
 
@@ -31,6 +34,7 @@
 #define MARGIN 0.03	/* a median this close to the threshold: SKIP */
 #define MIN_PASSES 3	/* undisturbed passes for a verdict */
 #define PASSES 4	/* per --repeat, as the time budget allows */
+#define CONTROL_GAP 0.15 /* a FAIL: the last-byte control at least this much faster */
 
 static struct {
 	uint64_t size;	/* 0: 512 MiB, or what fits the time budget */
@@ -51,6 +55,16 @@ static enum kr_verdict clearing_rule(double *ratio, int n, double threshold,
 	return s.median < threshold ? KR_FAIL : KR_PASS;
 }
 
+/* a FAIL stands when the control (the same memory faulted at the last byte) cleared
+ * faster by CONTROL_GAP: the order's cost, not slow memory (unit tested) */
+static bool order_costs(double *control, int n, double clearing)
+{
+	struct kr_stats s;
+
+	kr_stats(control, (size_t)n, &s);
+	return n >= MIN_PASSES && s.median >= clearing + CONTROL_GAP;
+}
+
 /* the rule's premise (unit tested): NULL where the kernel's clear_page() is the rep stosb
  * it is compared with (clear_page_erms: x86-64 with ERMS), else why not: clear_page_rep
  * or _orig without ERMS, arm64's DC ZVA (no user store matches it), TCG's emulation */
@@ -68,16 +82,29 @@ static const char *cpu_unfit(bool x86_64, const char hypervisor[12], unsigned in
 	return NULL;
 }
 
+/* the pages asked for (--pages): NULL, or why this kernel has none (SKIP 125) */
+static const char *pages_unfit(void)
+{
+	char v[256] = "";
+
+	if (!cfg.pages)
+		return kr_read_file(KR_HPAGE_POOL "nr_hugepages", v, sizeof(v)) < 0
+		       ? "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)" : NULL;
+	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", v, sizeof(v));
+	return !*v || strstr(v, "[never]") ? "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)"
+					   : NULL;
+}
+
 static struct pass {
 	double t[3], delay, huge; /* s: kernel, rep stosb, movnti; waiting; THP share */
-	bool counted;
-} passes[1 + 2 * PASSES * 100]; /* the cold one first; --repeat <= 100 */
+	bool counted, control; /* control: the last-byte pass after a measured one */
+} passes[1 + 4 * PASSES * 100]; /* the cold one, then pairs; --repeat <= 100 */
 static int npasses;
 static int (*report)(uint64_t size, int cpu); /* the full program's CSV, tables */
 
 /* a write to each 2 MiB page's first byte (--mitigate: last) has the kernel clear it;
  * then rep stosb and movnti over the same memory */
-static int pass(const struct kr_opts *o, uint64_t size, struct pass *ps)
+static int pass(bool last_byte, uint64_t size, struct pass *ps)
 {
 	bool thp = cfg.pages == 1;
 	size_t len = size + (thp ? HPAGE : 0); /* THP needs 2 MiB alignment */
@@ -91,7 +118,7 @@ static int pass(const struct kr_opts *o, uint64_t size, struct pass *ps)
 		return kr_error("cannot map %.2f GiB: %s", size / GIB, strerror(errno));
 	kr_read_schedstat(getpid(), kr_gettid(), &s0);
 	ts[0] = kr_now_ns();
-	for (uint64_t off = o->mitigate ? HPAGE - 1 : 0; off < size; off += HPAGE)
+	for (uint64_t off = last_byte ? HPAGE - 1 : 0; off < size; off += HPAGE)
 		((volatile char *)p)[off] = 0;
 	ts[1] = kr_now_ns();
 	kr_fill(p, size, false);
@@ -111,22 +138,20 @@ static int pass(const struct kr_opts *o, uint64_t size, struct pass *ps)
 static int run(const struct kr_opts *o)
 {
 	double budget = o->duration_s - (o->duration_s == kr_program()->duration_s) * 2;
-	double ratio[PASSES * 100], clearing;
+	double ratio[PASSES * 100], control[PASSES * 100], clearing;
 	int64_t start = kr_now_ns(), last = 0;
-	int npass = 0, ndisturbed = 0, cpu, r;
+	int npass = 0, ndisturbed = 0, cpu, r, clears = o->mitigate ? 1 : 2; /* a pass, its control */
 	unsigned int sig[4] = { 0 }, b7 = 0; /* the hypervisor; cpuid 7's EBX */
 	bool x86_64 = false;
 	const char *unfit;
 	struct kr_cpus usable;
 	uint64_t size = cfg.size;
-	char thp[256] = "";
 
 	kr_usable_cpus(&usable);
 	cpu = o->cpu >= 0 ? o->cpu : usable.cpu[usable.n - 1]; /* one thread, on one CPU */
 	kr_cpus_free(&usable);
 	kr_env_standard((const char *const[]){ "group:memory", "config:CONFIG_PAGE_REPORTING",
 		NULL });
-	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
 #if defined(__x86_64__)
 	unsigned int a, c, d;
 
@@ -136,13 +161,12 @@ static int run(const struct kr_opts *o)
 #endif
 	if ((unfit = cpu_unfit(x86_64, (const char *)sig, b7)))
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s", unfit);
-	if (!cfg.pages && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)");
-	if (cfg.pages && (!*thp || strstr(thp, "[never]")))
-		return kr_skip(KR_EXIT_SKIP, "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)");
-	/* what fits the time budget: the cold pass and MIN_PASSES, two clears each */
+	if ((unfit = pages_unfit()))
+		return kr_skip(KR_EXIT_SKIP, "%s", unfit);
+	/* what fits the time budget: the cold pass and MIN_PASSES (and their controls),
+	 * two clears each */
 	if ((r = kr_mem_budget(&size, 512ULL << 20, 16ULL << 20, kr_clear_s_per_gib(true),
-			       2 * (1 + MIN_PASSES), budget)))
+			       2 * (1 + clears * MIN_PASSES), budget)))
 		return r;
 	if (kr_pin(0, cpu) < 0)
 		return kr_error("cannot run on CPU %d: %s", cpu, strerror(errno));
@@ -155,23 +179,30 @@ static int run(const struct kr_opts *o)
 		return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
 		       kr_skip(KR_EXIT_SKIP_MACHINE, "could not reserve %llu 2 MiB huge pages "
 			       "(memory fragmented)", (unsigned long long)(size / HPAGE));
-	if ((r = pass(o, size, passes)))
+	if ((r = pass(o->mitigate, size, passes)))
 		return r;
 	if (passes[0].huge < 0.9)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "only %.0f%% of the region got THPs",
 			       100 * passes[0].huge);
 	while (npass < PASSES * o->repeat && (npass < MIN_PASSES || (double)(kr_now_ns() -
 	       start + last) / 1e9 < budget) && ndisturbed < PASSES * o->repeat) {
-		struct pass *p = &passes[npasses];
+		struct pass *p = &passes[npasses], *c = p + 1;
 		int64_t t0 = kr_now_ns();
 
-		if ((r = pass(o, size, p)))
+		if ((r = pass(o->mitigate, size, p)) || (!o->mitigate && (r = pass(true, size, c))))
 			return r;
 		last = kr_now_ns() - t0;
-		if (!(p->counted = !(p->delay > MAX_DELAY || p->huge < 0.9)))
+		p->counted = !(p->delay > MAX_DELAY || p->huge < 0.9);
+		if (!o->mitigate) { /* a control is never a measurement of its own */
+			c->control = true;
+			p->counted = p->counted && !(c->delay > MAX_DELAY || c->huge < 0.9);
+		}
+		if (!p->counted) {
 			ndisturbed++; /* other tasks took the CPU, or no THP */
-		else
-			ratio[npass++] = p->t[1] / p->t[0];
+			continue;
+		}
+		control[npass] = o->mitigate ? NAN : c->t[1] / c->t[0];
+		ratio[npass++] = p->t[1] / p->t[0];
 	}
 	if (report && (r = report(size, cpu)))
 		return r;
@@ -181,6 +212,9 @@ static int run(const struct kr_opts *o)
 				       ndisturbed, npass + ndisturbed);
 	if (verdict == KR_SKIP)
 		return kr_inconclusive(clearing, "within %.2f of the limit", MARGIN);
+	if (verdict == KR_FAIL && !o->mitigate && !order_costs(control, npass, clearing))
+		return kr_inconclusive(clearing, "the last-byte control as slow: the memory, "
+				       "not the order");
 	return kr_verdict(verdict, clearing, "fault=%s", o->mitigate ? "last_byte" :
 			  "first_byte");
 }
@@ -208,8 +242,8 @@ static double clearing_nt; /* kernel / movnti: for the causes */
 static int full_report(uint64_t size, int cpu)
 {
 	const struct kr_opts *o = kr_options();
-	double v[5][PASSES * 100], m[5];
-	int n = 0;
+	double v[6][PASSES * 100], m[6];
+	int n = 0, nc = 0, nd = 0;
 
 	if (kr_csv_open("pass,kernel_s,stosb_s,movnti_s,run_delay") < 0)
 		return kr_error("cannot write the CSV file: %s", strerror(errno));
@@ -217,30 +251,40 @@ static int full_report(uint64_t size, int cpu)
 		const struct pass *p = &passes[i];
 
 		kr_csv_row("%d,%.6f,%.6f,%.6f,%.3f", i, p->t[0], p->t[1], p->t[2], p->delay);
-		if (!p->counted)
+		if (p->control && passes[i - 1].counted)
+			v[5][nc++] = p->t[1] / p->t[0];
+		if (!p->counted) {
+			nd += i && !p->control;
 			continue;
+		}
 		for (int k = 0; k < 3; k++)
 			v[k][n] = p->t[k];
 		v[3][n] = p->t[1] / p->t[0];
 		v[4][n++] = p->t[2] / p->t[0];
 	}
-	for (int i = 0; i < 5; i++) { /* the medians: seconds as GiB/s, the ratios as such */
+	for (int i = 0; i < 6; i++) { /* the medians: seconds as GiB/s, the ratios as such */
 		struct kr_stats s;
-		kr_stats(v[i], (size_t)n, &s);
+		kr_stats(v[i], (size_t)(i < 5 ? n : nc), &s);
 		m[i] = i < 3 ? size / GIB / s.median : s.median;
 	}
 	kr_say("one thread on CPU %d: %.2f GiB of %s, each 2 MiB faulted\n"
 	       "at its %s byte; %d passes counted, %d disturbed (a cold one apart)", cpu,
 	       size / GIB, cfg.pages ? "THP" : "hugetlb pages", o->mitigate ? "last" : "first",
-	       n, npasses - 1 - n);
+	       n, nd);
 	kr_say("GiB/s, medians:  kernel %.2f  rep stosb %.2f  movnti %.2f", m[0], m[1], m[2]);
 	kr_say("kernel / rep stosb %.2f, kernel / movnti %.2f (medians of each pass's",
 	       m[3], m[4]);
 	kr_say("  kernel clear and the stores after it on the same memory)");
+	if (nc)
+		kr_say("control, each faulted at its last byte: kernel / rep stosb %.2f\n"
+		       "  (a FAIL needs it %.2f above: else the memory is slow, not the order)",
+		       m[5], CONTROL_GAP);
 	kr_measure("kernel_gib_s", m[0]);
 	kr_measure("stosb_gib_s", m[1]);
 	kr_measure("movnti_gib_s", m[2]);
 	kr_measure("vs_movnti", clearing_nt = m[4]);
+	if (nc)
+		kr_measure("control", m[5]);
 	kr_measure("clearing", m[3]); /* the verdict's: the same median */
 	return 0;
 }

@@ -367,28 +367,40 @@ static int judge(const struct kr_opts *o)
 			       l.idle_pct);
 }
 
-static int run(const struct kr_opts *o)
+/* What the machine must have: 2 CPUs, the measured one (--cpu, default the highest usable
+ * one) and the sender's, and idle states awake keeps it out of. 0, or SKIP 129 and why. */
+static int machine_check(int cpu, char *why, size_t len)
 {
 	struct kr_cpus usable = { 0, NULL };
 	char drv[64], gov[64];
-	int r, nusable = kr_usable_cpus(&usable);
-
-	/* the measured CPU (--cpu, default the highest usable one) and the sender's */
+	int nusable = kr_usable_cpus(&usable);
 	bool cpus_ok = nusable >= 2 &&
-		       kr_cpu_pick(&usable, o->cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
+		       kr_cpu_pick(&usable, cpu, &rx_cpu, &tx_cpu) >= 0 && tx_cpu >= 0;
+
 	kr_cpus_free(&usable);
-	kr_env_cpu(rx_cpu);
-	kr_env_standard(more.env);
 	if (!cpus_ok)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "needs 2 usable CPUs (sender, reader); "
-			       "affinity: %d of %ld online", nusable, sysconf(_SC_NPROCESSORS_ONLN));
+		return snprintf(why, len, "needs 2 usable CPUs (sender, reader); affinity: %d of "
+				"%d online", nusable, kr_nr_cpus_online()), KR_EXIT_SKIP_MACHINE;
 	nstates = kr_cpuidle_states(NULL, rx_cpu, states, KR_MAX_IDLE_STATES);
 	kr_cpuidle_driver(NULL, drv, sizeof(drv), gov, sizeof(gov));
+	nexits = 0;
 	for (int k = 0; k < nstates; k++) /* the states awake keeps the CPU out of */
 		nexits += hwts_counts(states, k, cfg.awake == C_SPIN ? E_EXIT : E_QOS);
 	if (!nexits && cfg.awake != C_SPIN) /* only a spinner can be compared with a halt */
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "no cpuidle states past state0 on cpu%d "
-			       "(driver %s)", rx_cpu, drv);
+		return snprintf(why, len, "no cpuidle states past state0 on cpu%d (driver %s)",
+				rx_cpu, drv), KR_EXIT_SKIP_MACHINE;
+	return 0;
+}
+
+static int run(const struct kr_opts *o)
+{
+	char why[160];
+	int r = machine_check(o->cpu, why, sizeof(why));
+
+	kr_env_cpu(rx_cpu);
+	kr_env_standard(more.env);
+	if (r)
+		return kr_skip(r, "%s", why);
 	if ((cfg.awake == C_PMQOS || o->mitigate) && access("/dev/cpu_dma_latency", W_OK) < 0)
 		return needs("/dev/cpu_dma_latency (CONFIG_PM)");
 	conds[0] = (struct hw_cond){ .name = "idle", .kind = C_IDLE };

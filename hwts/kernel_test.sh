@@ -60,9 +60,11 @@ skipped=0
 # FAIL. Without states (no cpuidle driver: a Firecracker microVM) SKIP 129 "no cpuidle
 # states" before anything is measured; the veth checks below then come from --awake spin,
 # the one comparison such a machine has. The branch this host does not take is checked
-# against its recorded shape by hwts-rule (tests/shapes/: haltpoll and no driver).
+# against its recorded shapes by hwts-rule's machine_shapes (test_hwts.c, over
+# tests/shapes/: firecracker-zen5 no driver, kvm-haltpoll, numa2-intel intel_idle).
 if [ $has_states = yes ]; then
-	echo "(shape: cpuidle driver $driver with states; the no-states branch: tests/shapes)"
+	echo "(shape: cpuidle driver $driver with states; no states: hwts-rule"
+	echo " machine_shapes over tests/shapes, e.g. firecracker-zen5)"
 	run --format json --csv "$tmp/s.csv" "$tmp/d.json"
 	if [ $rc = 125 ]; then
 		echo "default inconclusive 3 times: receiver CPU busy"; skipped=1
@@ -79,7 +81,8 @@ if [ $has_states = yes ]; then
 	check "--mitigate: no halt in the idle blocks" True "$(json "$tmp/m.json" \
 		"j['parameters']['mitigate'] == 'pmqos' and j['measurements']['idle_deep_entries_per_packet'] < 0.1")"
 else
-	echo "(shape: no cpuidle states, driver $driver; the states branch: tests/shapes)"
+	echo "(shape: no cpuidle states, driver $driver; with states: hwts-rule"
+	echo " machine_shapes over tests/shapes, kvm-haltpoll and numa2-intel)"
 	"$prog" --wait 120 --format json >"$tmp/skip.json"; rc=$?
 	check "default SKIP no cpuidle states" 129 $rc
 	check "SKIP reason" True "$(json "$tmp/skip.json" "j['reason'].startswith('no cpuidle states')")"

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../tests/shapes.h"
+
 #define N 300 /* packets per condition, as a default run */
 
 /* n samples spread evenly over [lo, hi) */
@@ -317,6 +319,37 @@ static void causes_without_a_driver(void **state)
 	assert_null(strstr(c[0], "max_cstate"));
 }
 
+/* on each machine shape (tests/shapes/): the CPUs and idle states hwts needs, with the
+ * default --awake pmqos and with spin, and the cause a FAIL there would name first */
+static void hwts_decide(struct shape *s)
+{
+	static const char *const files[] = { "sys/devices/system/cpu/online",
+		"sys/devices/system/cpu/isolated", "sys/devices/system/cpu/cpuidle/current_driver",
+		NULL };
+	char why[160] = "", c[3][320];
+	double pp[KR_MAX_IDLE_STATES];
+	int r;
+
+	shape_needs(s, files);
+	rx_cpu = -1;
+	cfg.awake = C_SPIN; /* a spinner compares with any idle, a halt too */
+	r = machine_check(-1, why, sizeof(why));
+	shape_factf(s, "spin", "%s%s%s", class_of(r), r ? " " : "", r ? why : "");
+	cfg.awake = C_PMQOS;
+	r = machine_check(-1, why, sizeof(why));
+	shape_decision(s, r, r ? why : "");
+	for (int k = 0; k < KR_MAX_IDLE_STATES; k++) /* every state entered once a packet */
+		pp[k] = 1;
+	hwts_causes("", rx_cpu >= 0 ? rx_cpu : 0, pp, 10, c);
+	shape_fact(s, "cause", c[0]);
+}
+
+static void machine_shapes(void **state)
+{
+	(void)state;
+	assert_true(shapes_each("hwts", hwts_decide) >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +364,7 @@ int main(void)
 		cmocka_unit_test(causes_of_a_haltpoll_guest),
 		cmocka_unit_test(causes_of_an_intel_host),
 		cmocka_unit_test(causes_without_a_driver),
+		cmocka_unit_test(machine_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

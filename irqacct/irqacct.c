@@ -233,6 +233,19 @@ static int setup_network(int *tx, int *rx)
 	return 0;
 }
 
+/* what the kernel must have (thread: where NET_RX runs in a thread, else NULL): NULL, or
+ * why the test cannot run (SKIP 125) */
+static const char *kernel_unfit(const char *thread, char *why, size_t len)
+{
+	char st[128];
+
+	if (kr_read_file("/proc/self/schedstat", st, sizeof(st)) < 0)
+		return "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)";
+	if (thread)
+		return snprintf(why, len, "NET_RX runs in a thread, not on irq exit: %s", thread), why;
+	return NULL;
+}
+
 static int run(const struct kr_opts *o)
 {
 	char why[256];
@@ -250,12 +263,10 @@ static int run(const struct kr_opts *o)
 	kr_cpus_free(&usable);
 	if (rc < 0 || other < 0)
 		return kr_skip(129, "needs 2 usable CPUs: %s", kr_cpus_unusable(why, sizeof(why)));
-	if (access("/proc/self/schedstat", R_OK) < 0)
-		return kr_skip(125, "needs /proc/PID/schedstat (CONFIG_SCHED_INFO)");
 	/* RPS's NET_RX in backlog_napi/N (v6.10+), softirqs in ksoftirqd */
-	const char *thread = kr_backlog_threaded();
-	if (thread || (thread = kr_softirq_threaded()))
-		return kr_skip(125, "NET_RX runs in a thread, not on irq exit: %s", thread);
+	const char *thread = kr_backlog_threaded(), *unfit;
+	if ((unfit = kernel_unfit(thread ? thread : kr_softirq_threaded(), why, sizeof(why))))
+		return kr_skip(125, "%s", unfit);
 #ifndef KR_MAIL
 	kr_env_standard((const char *const[]){ "group:config", "group:cmdline",
 		"config:CONFIG_PARAVIRT_TIME_ACCOUNTING", "config:CONFIG_VIRT_CPU_ACCOUNTING_GEN",
@@ -377,14 +388,13 @@ static bool config_disagrees(enum kr_verdict v, int irqta)
 }
 
 /* CONFIG_IRQ_TIME_ACCOUNTING as it acts: x86's tsc=noirqtime keeps it off at run time */
-static int irq_time_accounting(bool *noirqtime)
+static int irq_time_accounting(const struct kr_kernel *k, bool *noirqtime)
 {
 	char v[32];
-	char *cmdline = kr_read_text("/proc/cmdline");
-	int irqta = kr_kconfig("CONFIG_IRQ_TIME_ACCOUNTING", v, sizeof(v));
+	int irqta = k->config ? kr_kconfig_parse(k->config, "CONFIG_IRQ_TIME_ACCOUNTING", v,
+						 sizeof(v)) : -1;
 
-	*noirqtime = cmdline && kr_cmdline_has(cmdline, "tsc=noirqtime");
-	free(cmdline);
+	*noirqtime = k->cmdline && kr_cmdline_has(k->cmdline, "tsc=noirqtime");
 	return irqta == 1 && *noirqtime ? 0 : irqta;
 }
 
@@ -438,7 +448,7 @@ static void regimes(int repeats, enum kr_verdict v)
 		kr_measure(key, shown[i / NV]->v[i % NV]);
 	}
 	bool noirqtime;
-	bool disagree = config_disagrees(v, irq_time_accounting(&noirqtime));
+	bool disagree = config_disagrees(v, irq_time_accounting(kr_kernel_self(), &noirqtime));
 	kr_measure("config_disagrees", disagree);
 	if (disagree) {
 		kr_say("!!! THE VERDICT DISAGREES WITH THE CONFIG: %s", v == KR_FAIL ?
@@ -455,7 +465,7 @@ static void causes(const struct kr_opts *o)
 	int irqta = kr_kconfig("CONFIG_IRQ_TIME_ACCOUNTING", v, sizeof(v));
 
 	(void)o;
-	irq_time_accounting(&noirqtime);
+	irq_time_accounting(kr_kernel_self(), &noirqtime);
 	if (irqta != 1)
 		kr_cause("CONFIG_IRQ_TIME_ACCOUNTING is not set (Debian, most distros): irq "
 			 "time stays in the task's clock (b52bfee445d3, 305e6835e055)");

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../tests/shapes.h"
+
 static char why[256]; /* the last SKIP's reason */
 
 /* the rule on a pair's figures, with a quiet baseline */
@@ -157,6 +159,43 @@ static void host_load_is_inconclusive(void **state)
 	assert_int_equal(irqacct_rule(&p, 0.7, 50, why), KR_FAIL);
 }
 
+/* on each machine shape (tests/shapes/): the CPUs and kernel irqacct needs, and the
+ * CONFIG_IRQ_TIME_ACCOUNTING its verdict is checked against */
+static void irqacct_decide(struct shape *s)
+{
+	static const char *const files[] = { "sys/devices/system/cpu/online",
+		"proc/self/schedstat", "proc/version", "proc/cmdline", NULL };
+	char why[256], u[200];
+	struct kr_cpus usable;
+	bool noirqtime;
+	int rc;
+
+	shape_needs(s, files);
+	if (!*s->config)
+		shape_fail(s, "lacks kernel-config (irqacct reads CONFIG_ options)");
+	kr_usable_cpus(&usable);
+	rc = kr_cpu_pick(&usable, -1, &victim, &other);
+	kr_cpus_free(&usable);
+	const char *t = kr_backlog_threaded_from(&s->k), *unfit;
+	if (rc < 0 || other < 0)
+		shape_decisionf(s, 129, "needs 2 usable CPUs: %s",
+				kr_cpus_unusable(u, sizeof(u)));
+	else if ((unfit = kernel_unfit(t ? t : kr_softirq_threaded_from(&s->k), why,
+				       sizeof(why))))
+		shape_decision(s, 125, unfit);
+	else
+		shape_decision(s, 0, "");
+	int irqta = irq_time_accounting(&s->k, &noirqtime);
+	shape_fact(s, "irq_time_accounting", irqta < 0 ? "unknown" : irqta ? "y" :
+		   noirqtime ? "n (tsc=noirqtime)" : "n");
+}
+
+static void machine_shapes(void **state)
+{
+	(void)state;
+	assert_true(shapes_each("irqacct", irqacct_decide) >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +210,7 @@ int main(void)
 		cmocka_unit_test(net_rx_in_ksoftirqd),
 		cmocka_unit_test(net_rx_in_a_thread_is_not_judged),
 		cmocka_unit_test(host_load_is_inconclusive),
+		cmocka_unit_test(machine_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

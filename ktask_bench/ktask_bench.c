@@ -330,6 +330,42 @@ static int measure(const struct kr_opts *o, unsigned kinds, double budget)
 
 /* ---- preconditions, the size that fits the time budget, the run ---- */
 
+/* what the machine must have for the page kinds asked (*thp_ok: THP, not never): NULL,
+ * or why not with the SKIP's *code */
+static const char *unfit(int ncpus, unsigned kinds, bool *thp_ok, int *code)
+{
+	char thp[256] = "", v[32];
+
+	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
+	*thp_ok = *thp && !strstr(thp, "[never]");
+	*code = ncpus < 2 ? KR_EXIT_SKIP_MACHINE : KR_EXIT_SKIP;
+	if (ncpus < 2)
+		return "only one usable CPU";
+	if (kinds & 1 << K_HUGETLB && kr_read_file(KR_HPAGE_POOL "nr_hugepages", v, sizeof(v)) < 0)
+		return "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)";
+	return kinds & 1 << K_THP && !*thp_ok ? "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)"
+					       : NULL;
+}
+
+/* the NUMA nodes with memory (as libnuma reads them): a part and its workers each */
+static int mem_nodes(int *node, int max)
+{
+	char p[80], key[32], list[256] = "0"; /* the highest possible ends it: "0,2-3" */
+	size_t e = (kr_read_file("/sys/devices/system/node/possible", list, sizeof(list)),
+		    strlen(list));
+	int n = 0;
+
+	while (e > 0 && strchr("0123456789", list[e - 1]))
+		e--;
+	for (int i = 0, top = atoi(list + e); i <= top && n < max; i++) {
+		snprintf(p, sizeof(p), "/sys/devices/system/node/node%d/meminfo", i);
+		snprintf(key, sizeof(key), "Node %d MemTotal", i);
+		if (kr_proc_kb(p, key) > 0)
+			node[n++] = i;
+	}
+	return n;
+}
+
 static int run(const struct kr_opts *o)
 {
 	struct kr_cpus usable; /* this process's affinity (cpusets) x the online CPUs */
@@ -337,20 +373,15 @@ static int run(const struct kr_opts *o)
 	unsigned kinds = cfg.pages > 0 ? 1u << (cfg.pages - 1) : o->trigger && cfg.pages < 0 ?
 			 1 << K_HUGETLB : 7;
 	int nthreads = (int)(cfg.threads ? cfg.threads : ncpus < MAX_THREADS ? ncpus : MAX_THREADS);
-	char thp[256] = "";
+	bool thp_ok;
+	const char *why = unfit(ncpus, kinds, &thp_ok, &r);
 
 	kr_cpus_free(&usable);
 	job.method = cfg.method >= 0 ? cfg.method : o->trigger ? M_FALLOCATE : M_POPULATE;
 	kr_env_standard((const char *const[]){ "group:memory", "group:numa",
 		"config:CONFIG_PAGE_REPORTING", NULL });
-	kr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
-	bool thp_ok = *thp && !strstr(thp, "[never]");
-	if (ncpus < 2)
-		return kr_skip(KR_EXIT_SKIP_MACHINE, "only one usable CPU");
-	if (kinds & 1 << K_HUGETLB && access(KR_HPAGE_POOL "nr_hugepages", W_OK) < 0)
-		return kr_skip(KR_EXIT_SKIP, "needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS)");
-	if (kinds & 1 << K_THP && !thp_ok)
-		return kr_skip(KR_EXIT_SKIP, "needs THP (CONFIG_TRANSPARENT_HUGEPAGE, not never)");
+	if (why)
+		return kr_skip(r, "%s", why);
 	/* length 0: EINVAL only from a kernel that does not know the advice */
 	if (job.method == M_POPULATE && madvise(NULL, 0, MADV_POPULATE_WRITE) < 0)
 		return kr_skip(KR_EXIT_SKIP, "needs MADV_POPULATE_WRITE (Linux 5.14)");
@@ -370,10 +401,8 @@ static int run(const struct kr_opts *o)
 	uint64_t nchunks = (size + cfg.chunk - 1) / cfg.chunk; /* more threads would wait */
 	nthreads = (uint64_t)nthreads > nchunks ? (int)nchunks : nthreads;
 
-	numa_ok = numa_available() >= 0; /* every node with memory: a part and its workers */
-	for (int n = 0; numa_ok && n <= numa_max_node() && job.nparts < MAX_PARTS; n++)
-		if (numa_node_size64(n, NULL) > 0)
-			job.node[job.nparts++] = n;
+	numa_ok = numa_available() >= 0;
+	job.nparts = numa_ok ? mem_nodes(job.node, MAX_PARTS) : 0;
 	job.nparts = job.nparts ? job.nparts : 1;
 	for (int i = 0; i < job.nparts; i++)
 		job.end[i] = nchunks * (uint64_t)(i + 1) / (uint64_t)job.nparts;

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../tests/shapes.h"
+
 static void rule_perfect_scaling_passes(void **state)
 {
 	double gain;
@@ -141,6 +143,35 @@ static void points_powers_of_two_then_max(void **state)
 	assert_int_equal(p[8], 255);
 }
 
+/* on each machine shape (tests/shapes/): the CPUs and page kinds a default run needs, and
+ * the NUMA nodes it splits the region over */
+static void ktask_decide(struct shape *s)
+{
+	static const char *const files[] = { "sys/devices/system/cpu/online",
+		"sys/kernel/mm/transparent_hugepage/enabled", KR_HPAGE_POOL + 1 /* no '/' */,
+		"sys/devices/system/node/possible", "sys/devices/system/node/node0/meminfo", NULL };
+	struct kr_cpus u;
+	int code, node[MAX_PARTS], ncpus = kr_usable_cpus(&u), n = mem_nodes(node, MAX_PARTS);
+	bool thp_ok;
+	const char *why = unfit(ncpus, 7, &thp_ok, &code);
+
+	kr_cpus_free(&u);
+	shape_needs(s, files);
+	shape_decision(s, why ? code : 0, why);
+	if (n <= 1)
+		shape_fact(s, "numa", "one-node: placement not exercised");
+	else
+		shape_factf(s, "numa", "%d nodes, a part of the region each", n);
+	shape_factf(s, "threads", "%d", ncpus < MAX_THREADS ? ncpus : MAX_THREADS);
+	shape_fact(s, "thp", thp_ok ? "on" : "never");
+}
+
+static void machine_shapes(void **state)
+{
+	(void)state;
+	assert_true(shapes_each("ktask_bench", ktask_decide) >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +184,7 @@ int main(void)
 		cmocka_unit_test(rule_normalised_by_the_bandwidth_wall),
 		cmocka_unit_test(size_fits_the_budget),
 		cmocka_unit_test(points_powers_of_two_then_max),
+		cmocka_unit_test(machine_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../tests/shapes.h"
+
 /* a phase's figures: sent probes, echoes, samples in the median (echoes, and the lost
  * ones counted as late when the victim dropped packets) */
 static struct rtt summary(int sent, int got, int n, double p50)
@@ -256,6 +258,33 @@ static void test_bh_cause(void **state)
 	assert_non_null(strstr(bh_cause(false, false, &v61), "threadirqs"));
 }
 
+/* on each machine shape (tests/shapes/): the 2 usable CPUs run() picks (victim, client),
+ * its condition mirrored here */
+static void rt_starve_decide(struct shape *s)
+{
+	static const char *const files[] = { "sys/devices/system/cpu/online",
+		"sys/devices/system/cpu/isolated", NULL };
+	struct kr_cpus usable;
+	char why[200];
+	int victim, other, r;
+
+	shape_needs(s, files);
+	kr_usable_cpus(&usable);
+	r = kr_cpu_pick(&usable, -1, &victim, &other);
+	kr_cpus_free(&usable);
+	if (r < 0 || other < 0)
+		shape_decisionf(s, 129, "needs 2 usable CPUs (victim, client): %s",
+				kr_cpus_unusable(why, sizeof(why)));
+	else
+		shape_decisionf(s, 0, "victim cpu%d client cpu%d", victim, other);
+}
+
+static void machine_shapes(void **state)
+{
+	(void)state;
+	assert_true(shapes_each("rt_starve", rt_starve_decide) >= 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_softnet_64),
 		cmocka_unit_test(test_softnet_hole),
 		cmocka_unit_test(test_bh_cause),
+		cmocka_unit_test(machine_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
