@@ -94,7 +94,7 @@ static void cpus_without_clear_page_erms_skip(void **state)
 static void clear_decide(struct shape *s)
 {
 	static const char *const files[] = { "proc/cpuinfo",
-		"sys/kernel/mm/transparent_hugepage/enabled", KR_HPAGE_POOL + 1, NULL };
+		"sys/kernel/mm/transparent_hugepage/enabled", &KR_HPAGE_POOL[1], NULL };
 	const char *f = strstr(s->cpuinfo, "\nflags"), *why;
 	char flags[2048] = "";
 	bool tcg = strstr(s->cpuinfo, "QEMU Virtual CPU");

@@ -148,7 +148,7 @@ static void points_powers_of_two_then_max(void **state)
 static void ktask_decide(struct shape *s)
 {
 	static const char *const files[] = { "sys/devices/system/cpu/online",
-		"sys/kernel/mm/transparent_hugepage/enabled", KR_HPAGE_POOL + 1 /* no '/' */,
+		"sys/kernel/mm/transparent_hugepage/enabled", &KR_HPAGE_POOL[1] /* no '/' */,
 		"sys/devices/system/node/possible", "sys/devices/system/node/node0/meminfo", NULL };
 	struct kr_cpus u;
 	int code, node[MAX_PARTS], ncpus = kr_usable_cpus(&u), n = mem_nodes(node, MAX_PARTS);
