@@ -99,4 +99,15 @@ check(got == """static const struct kr_prog prog = {
 };
 int after = 1;
 """, "drop_prog_fields(): %r" % got)
+# a reporter's parameter ends the C comment it is copied into (issue 42: '*/ code /*'
+# was code in the form, run even on --help): held inside as text, no control characters
+for typed in ("*/__attribute__((constructor)) static void x(void){system(\"id\");}/*",
+              "a\nb\x1b[2J*/", "/* nested */"):
+    got = export.comment_safe(typed)
+    check("*/" not in got and "/*" not in got and not any(ord(c) < 32 for c in got),
+          "comment_safe(%r): %r" % (typed, got))
+block = export.params_block("fibtest", [("opts.duration_s", "3", "--duration 3")],
+                            ["--csv", "*/ int evil; /*", "--duration", "3"])
+check(block.count("*/") == 1 + block.count("\n#define") and "int evil" in block and
+      "/* int evil" not in block, "params_block: %r" % block)
 finish()
