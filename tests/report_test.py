@@ -159,7 +159,30 @@ def main():
             check_dir(out, 128, False)
             if os.path.isfile(os.path.join(TOP, "docs", "bisect", "rt_starve", "result.json")):
                 bisect_mail(tmp)
+            hostile_program(tmp)
     finish()
+
+
+def hostile_program(tmp):
+    """someone else's compare.json naming an executable or a path out of --out (issue 42):
+    refused before anything runs or is written"""
+    ran = os.path.join(tmp, "RAN")
+    evil = os.path.join(tmp, "evil.sh")
+    with open(evil, "w") as f:
+        f.write("#!/bin/sh\ntouch %s\n" % ran)
+    os.chmod(evil, 0o755)
+    for prog in (evil, "../../../../elsewhere/TRAV", 42):
+        cmp = {"program": prog, "metric": {"name": "m"}, "threshold": 1,
+               "sides": [{"label": "a", "runs": [{"verdict": "PASS", "value": 0.5}]}]}
+        path = os.path.join(tmp, "hostile.json")
+        with open(path, "w") as f:
+            json.dump(cmp, f)
+        out = os.path.join(tmp, "hostile-out")
+        p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--compare", path],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode != 0 and "names no krepro program" in p.stderr and not os.path.exists(ran)
+              and not os.path.exists(out) and not os.path.exists(os.path.join(tmp, "elsewhere")),
+              f"program {prog!r}: exit {p.returncode}, {p.stderr.strip()[-200:]!r}")
 
 
 if __name__ == "__main__":
