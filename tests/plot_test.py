@@ -3,7 +3,8 @@
 """Description: scripts/plot's gnuplot scripts, read without gnuplot: fibtest's panel
 shows the quota it was throttled under inside the frame, and apart from throttled %
 (at 100 % throttled and a 0.8-CPU quota, autoscaling put the quota on the frame, and a
-shared scale put both lines at one height). Exit 0 pass, 1 fail."""
+shared scale put both lines at one height); a hostile compare.json's labels, units and
+values stay inside gnuplot strings or out of the plot. Exit 0 pass, 1 fail."""
 import os, re, sys, tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,4 +32,18 @@ with tempfile.TemporaryDirectory() as tmp:
         check(0.05 < q < 0.95 and 0.05 < u < 0.95, f"quota {quota}, usage {usage}: inside the frame ({q:.2f}, {u:.2f})")
         check(abs(q - t) > 0.05, f"quota {quota}: not at the height of 100 % throttled ({q:.2f}, {t:.2f})")
         check("title 'quota (CPUs)'" in g, "the quota is plotted")
+    # someone else's compare.json (issue 42): a label that ends its gnuplot string and
+    # starts a command, a value that is text; the script keeps both inside strings
+    evil = "good' 1)\nsystem 'id > F'\nset xtics ('x"
+    cmp = {"program": "fibtest';system 'id'", "threshold": 0.9,
+           "metric": {"name": "efficiency", "unit": "'\n!id"},
+           "sides": [{"label": evil, "runs": [{"verdict": "PASS", "value": 0.99},
+                                              {"verdict": "FAIL", "value": "1);system('id')"}]}]}
+    g = plot.verdict_panel(None, cmp, tmp)
+    check("\nsystem" not in g and "!id" not in g.replace("?!id", ""),
+          f"a label or unit started a gnuplot command:\n{g}")
+    strings = re.sub(r"'(?:[^']|'')*'", "S", g)  # every quoted string, as one token
+    check("system" not in strings and "'" not in strings,
+          f"text from the JSON outside a gnuplot string:\n{g}")
+    check("1);system" not in g, "a text value went into the data")
 finish()
