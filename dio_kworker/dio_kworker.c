@@ -298,28 +298,40 @@ static bool dio_irq_routed(const struct dio_phase *ph, unsigned qd)
 /* The test files of runs that died (a panic while bisecting: their journal was on tmpfs;
  * a SIGKILL of the mail form), removed and named: the krepro-dio_kworker-PID directories
  * here whose data file no process holds locked (a run locks its own). A lock, not the
- * PID: after a reboot the PID may be another process's. dir: the current one, to name. */
+ * PID: after a reboot the PID may be another process's. Only what a run makes: a real
+ * directory of ours, mode 0700, PID digits in its name, holding at most a regular file
+ * "data" (issue 42: a user's link of that name, or their krepro-dio_kworker-notes/, in a
+ * shared directory was emptied). dir: the current one, to name. */
 static void dio_remove_stale(const char *dir)
 {
-	char data[PATH_MAX];
 	glob_t g;
 
 	if (glob("krepro-dio_kworker-*", GLOB_ONLYDIR, NULL, &g))
 		return;
 	for (size_t i = 0; i < g.gl_pathc; i++) {
-		snprintf(data, sizeof(data), "%s/data", g.gl_pathv[i]);
-		int fd = open(data, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			close(fd); /* a live run's */
+		const char *name = g.gl_pathv[i], *pid = name + strlen("krepro-dio_kworker-");
+		struct stat st, ds;
+		int d, fd = -1;
+
+		if (!*pid || pid[strspn(pid, "0123456789")] ||
+		    (d = open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			continue;
-		}
-		if ((unlink(data) == 0 || errno == ENOENT) && rmdir(g.gl_pathv[i]) == 0)
-			kr_warn("removed %s/%s, left by a run that died", dir, g.gl_pathv[i]);
-		else
-			kr_warn("cannot remove %s/%s, left by a run that died: %s", dir,
-				g.gl_pathv[i], strerror(errno));
+		bool ours = fstat(d, &ds) == 0 && ds.st_uid == geteuid() &&
+			    (ds.st_mode & 07777) == 0700;
+		if (ours && (fd = openat(d, "data", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			ours = errno == ENOENT;
+		/* a regular file of ours that no live run holds */
+		if (ours && fd >= 0)
+			ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+			       flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (ours && (unlinkat(d, "data", 0) == 0 || errno == ENOENT) && rmdir(name) == 0)
+			kr_warn("removed %s/%s, left by a run that died", dir, name);
+		else if (ours)
+			kr_warn("cannot remove %s/%s, left by a run that died: %s", dir, name,
+				strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		close(d);
 	}
 	globfree(&g);
 }

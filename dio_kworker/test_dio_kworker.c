@@ -414,6 +414,13 @@ static void stale_test_files_removed(void **state)
 	plant(empty, false); /* died between its mkdir and its file */
 	plant(live, true);
 	plant("krepro-other", true);
+	/* a user's own in a shared directory (issue 42): a link named like a run's to a
+	 * directory with a data file, their notes directory, a 0755 one: all stay */
+	plant("krepro-target", true);
+	assert_int_equal(symlink("krepro-target", "krepro-dio_kworker-1"), 0);
+	plant("krepro-dio_kworker-notes", true);
+	plant("krepro-dio_kworker-2", true);
+	assert_int_equal(chmod("krepro-dio_kworker-2", 0755), 0);
 	fd = open(live_data, O_RDONLY);
 	assert_int_equal(flock(fd, LOCK_EX), 0); /* as a run holds its own */
 
@@ -435,6 +442,9 @@ static void stale_test_files_removed(void **state)
 	assert_int_equal(access(empty, F_OK), -1);
 	assert_int_equal(access(live_data, F_OK), 0);
 	assert_int_equal(access("krepro-other/data", F_OK), 0);
+	assert_int_equal(access("krepro-target/data", F_OK), 0);
+	assert_int_equal(access("krepro-dio_kworker-notes/data", F_OK), 0);
+	assert_int_equal(access("krepro-dio_kworker-2/data", F_OK), 0);
 	char want[PATH_MAX + 128];
 	snprintf(want, sizeof(want), "removed %s/%s, left by a run that died", top, dead);
 	assert_non_null(strstr(said, want));
@@ -444,6 +454,9 @@ static void stale_test_files_removed(void **state)
 	close(fd);
 
 	unlink(live_data), rmdir(live), unlink("krepro-other/data"), rmdir("krepro-other");
+	unlink("krepro-dio_kworker-1"), unlink("krepro-target/data"), rmdir("krepro-target");
+	unlink("krepro-dio_kworker-notes/data"), rmdir("krepro-dio_kworker-notes");
+	unlink("krepro-dio_kworker-2/data"), rmdir("krepro-dio_kworker-2");
 	assert_int_equal(chdir(cwd), 0);
 	assert_int_equal(rmdir(top), 0);
 }
