@@ -195,14 +195,40 @@ static int undo_line(char *line, bool verbose)
  * not be undone, -1 if it cannot be read. */
 int kr_journal_restore_file(const char *path, bool verbose)
 {
-	char *text = kr_read_text(path), *nl;
+	char *text = kr_read_text(path), *nl, *kept, *line;
 	int failed = 0;
 
 	if (!text)
 		return errno == ENOENT ? 0 : -1;
-	for (; (nl = strrchr(text, '\n')); *nl = 0)
-		failed += undo_line(nl + 1, verbose);
-	failed += undo_line(text, verbose);
+	/* what could not be undone stays, in its order, under the first line, and nothing
+	 * else: a later run retries only that (issue 42: the entries undone were replayed
+	 * by every later run, undoing an admin's own changes made since) */
+	size_t len = strlen(text), at = len + 1;
+	if (!(kept = calloc(1, len + 2))) {
+		free(text);
+		return -1;
+	}
+	do {
+		nl = strrchr(text, '\n');
+		line = nl ? nl + 1 : text;
+		size_t n = strlen(line);
+		char *copy = strdup(line); /* undo_line writes over its tabs */
+		if (copy && (!nl || undo_line(copy, verbose))) {
+			failed += nl != NULL;
+			memcpy(kept + (at -= n + 1), line, n);
+			kept[at + n] = '\n';
+		}
+		free(copy);
+		if (nl)
+			*nl = 0;
+	} while (nl);
+	int fd = failed ? open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		if (write(fd, kept + at, len + 1 - at) < 0)
+			failed = -1;
+		close(fd);
+	}
+	free(kept);
 	free(text);
 	return failed;
 }
@@ -240,12 +266,15 @@ int kr_journal_restore_stale(int *failed)
 		unsigned long long st = 0, now;
 		snprintf(path, sizeof(path), "%s/%s", kr_rundir(), e->d_name);
 		/* the first line is enough: EFBIG (the rest did not fit) is no error here */
-		if (sscanf(e->d_name, "journal.%d", &pid) != 1 || pid == getpid() ||
+		if (sscanf(e->d_name, "journal.%d", &pid) != 1 || (pid == getpid() && journal_fd >= 0) ||
 		    (kr_read_file(path, head, sizeof(head)) < 0 && errno != EFBIG))
 			continue;
 		sscanf(head, "krepro-journal\t%*d\t%llu\t%63s", &st, prog);
+		/* a live run owns it (starttime 0: any task of that pid); our own pid with
+		 * another starttime is a dead run's whose pid we now have (issue 42: skipped,
+		 * then truncated by our journal_begin, its changes kept for good) */
 		if ((now = task_starttime(pid)) && (!st || now == st))
-			continue; /* a live run owns it (starttime 0: any task of that pid) */
+			continue;
 		fprintf(stderr, "krepro: restoring the journal of a dead %s run (pid %d)\n", prog, pid);
 		if (!(nf = kr_journal_restore_file(path, true)))
 			unlink(path); /* else kept, for the user */

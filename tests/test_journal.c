@@ -255,6 +255,47 @@ static void test_gone_and_unknown_entries(void **state)
 
 /* A dead run's journal naming a live child is restored at once: the caller holds the lock,
  * which the child inherits, so a child still alive cannot be the dead run's (here: us). */
+/* A journal partly restored keeps only what could not be undone (issue 42: the entries
+ * undone were replayed by every later run, undoing an admin's own changes made since) */
+static void test_partly_failed_keeps_only_the_failures(void **state)
+{
+	char jpath[700], *left;
+	(void)state;
+	put("slice2", "1000000");
+	snprintf(jpath, sizeof(jpath), "%s/journal.partial", dir);
+	FILE *f = fopen(jpath, "w");
+	assert_non_null(f);
+	fprintf(f, "krepro-journal\t1\t1\tx\nwrite\t%s/slice2\t5000\nbogus\tone\nbogus\ttwo\n", dir);
+	fclose(f);
+	assert_int_equal(kr_journal_restore_file(jpath, false), 2);
+	assert_string_equal(get("slice2"), "5000");
+	assert_non_null(left = kr_read_text(jpath));
+	assert_string_equal(left, "krepro-journal\t1\t1\tx\nbogus\tone\nbogus\ttwo\n");
+	free(left);
+	put("slice2", "7000"); /* the admin's own change, after */
+	assert_int_equal(kr_journal_restore_file(jpath, false), 2);
+	assert_string_equal(get("slice2"), "7000");
+	unlink(jpath);
+}
+
+/* A dead run's journal under our own pid (reused) is a dead run's all the same: its
+ * starttime is not ours (issue 42: skipped, then truncated by our journal) */
+static void test_own_pid_dead_run_restored(void **state)
+{
+	char jpath[700];
+	(void)state;
+	put("slice3", "1000000");
+	snprintf(jpath, sizeof(jpath), "%s/journal.%d", rundir, (int)getpid());
+	FILE *f = fopen(jpath, "w");
+	assert_non_null(f);
+	fprintf(f, "krepro-journal\t%d\t1\tfibtest\nwrite\t%s/slice3\t5000\n", (int)getpid(), dir);
+	fclose(f);
+	kr_journal_detach(); /* this process's own journal is not open */
+	assert_int_equal(kr_journal_restore_stale(NULL), 1);
+	assert_string_equal(get("slice3"), "5000");
+	assert_int_equal(access(jpath, F_OK), -1);
+}
+
 static void test_child_entry_not_waited_for(void **state)
 {
 	char jpath[700];
@@ -356,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_gone_and_unknown_entries),
 		cmocka_unit_test(test_unlink_entry),
 		cmocka_unit_test(test_child_entry_not_waited_for),
+		cmocka_unit_test(test_partly_failed_keeps_only_the_failures),
+		cmocka_unit_test(test_own_pid_dead_run_restored),
 		cmocka_unit_test(test_hwtstamp_unknown_config_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
