@@ -5,7 +5,8 @@
  * Each change is printed first with the command that undoes it by hand (what a SIGKILL
  * would leave), kept in memory, and undone in reverse on exit, on SIGINT, SIGTERM, SIGHUP,
  * on a crash and at the hard time cap (alarm). The full programs link lib's other harness
- * (main.c, report.c, journal.c, env.c): options, formats, on-disk journal, lock.
+ * (main.c, report.c, journal.c, env.c): options, formats, on-disk journal, --wait for the
+ * lock. The form takes the same lock, /run/krepro/lock, or exits 128 naming its holder.
  */
 #include "krepro.h"
 
@@ -14,6 +15,7 @@
 #include <math.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -278,6 +280,20 @@ int kr_mail_main(const struct kr_prog *p, struct kr_opts *o, int argc, char **ar
 	const char *why = kr_kthreads_missing(p, o);
 	if (why)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s", why);
+	/* one krepro run at a time, the programs' lock (CONTRACT.md section 7): a form and a
+	 * program at once restored each other's changes (issue 42: ksoftirqd/1 left at
+	 * SCHED_FIFO 51 for good) */
+	char holder[32] = "?";
+	mkdir("/run/krepro", 0700);
+	int lock = open("/run/krepro/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		if (lock < 0 || errno != EWOULDBLOCK)
+			return kr_error("cannot take /run/krepro/lock: %s", strerror(errno));
+		holder[read(lock, holder, sizeof(holder) - 1) > 0 ? strcspn(holder, "\n") : 1] = 0;
+		return kr_error("another krepro run (pid %s) holds /run/krepro/lock", holder);
+	}
+	if (ftruncate(lock, 0) == 0)
+		dprintf(lock, "%d\n", (int)getpid());
 	snprintf(stop_msg, sizeof(stop_msg), "\n%s: ERROR stopped by a signal, its time cap or "
 		 "a crash; changes undone\n", p->name);
 	for (const int *s = (const int[]){ SIGINT, SIGTERM, SIGHUP, SIGALRM, SIGSEGV, SIGBUS,
