@@ -490,6 +490,10 @@ int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **ar
 
 	pid_t holder = 0;
 	if (the_opts.restore_only) {
+		/* a user cannot restore what root changed: 129, not "holds the lock" (issue 42) */
+		if (geteuid() != 0)
+			return kr_skip(KR_EXIT_SKIP_MACHINE, "--restore-only needs root (it restores "
+				       "kernel settings)");
 		if (kr_lock_take(the_opts.wait_s, &holder) < 0)
 			return usage_exit("another krepro run (pid %d) holds %s/lock", (int)holder,
 					  kr_rundir());

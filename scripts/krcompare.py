@@ -24,7 +24,7 @@ The direction: each program declares on which side of its threshold a FAIL lies
 (struct kr_prog .fail_below, "fail_when" in its JSON report): that side is worse, so
 a separate change towards it is a regression, away from it an improvement; a is the base.
 """
-import datetime, fcntl, hashlib, json, math, os, re, subprocess, textwrap, time
+import atexit, datetime, fcntl, hashlib, json, math, os, re, subprocess, textwrap, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -41,6 +41,47 @@ ORDER = ["FAIL", "PASS", "SKIP", "ERROR"]
 
 class Usage(Exception):
     pass
+
+
+_UNWRITTEN = []
+
+
+def _drop_unwritten():
+    for path, f in _UNWRITTEN:
+        if not f.closed:
+            f.close()
+            try:  # only what output_file created, still empty
+                if os.lstat(path).st_size == 0:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+
+def output_file(path, what="--json"):
+    """an output FILE opened before the runs (issue 42: a bad path failed after them, an
+    hour of guest runs lost), never through a link; written at the end by write_output.
+    A file it created is removed again if the script ends before writing it."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            fd, made = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            fd, made = os.open(path, flags), False
+    except OSError as e:
+        raise Usage(f"{what} {path}: {e.strerror}")
+    f = os.fdopen(fd, "w")
+    if made:
+        if not _UNWRITTEN:
+            atexit.register(_drop_unwritten)
+        _UNWRITTEN.append((path, f))
+    return f
+
+
+def write_output(f, text):
+    f.seek(0)
+    f.truncate()
+    f.write(text)
+    f.close()
 
 
 def word(code):

@@ -172,6 +172,10 @@ def main():
         build(text2, prog, tmp)
     code, _, err = export(prog, "--duration", "-1")
     check(code == 128 and "--duration" in err, f"a bad option: exit {code}: {err!r}")
+    # an option without its value took export's own --mail-params as it (issue 42: a
+    # real run as root, a file named --mail-params)
+    code, _, err = export(prog, "--csv")
+    check(code == 128 and not os.path.exists("--mail-params"), f"--csv without a value: exit {code}")
     finish()
 
 
