@@ -470,8 +470,9 @@ static const struct kr_option options[] = {
 	KR_ARG_TIME("late", cfg.late_ns, "us", 1000, 1e8, "late: above the awake p50 + TIME (25us)"),
 	KR_ARG_CUSTOM("per-state", NULL, "also idle with each cpuidle state disabled"),
 	KR_ARG_CUSTOM("iface", "IF", "real interface toward --peer (hardware stamps)"),
-	KR_ARG_CUSTOM("peer", "IPV4", "address of a host running hwts --listen"),
-	KR_ARG_CUSTOM("listen", NULL, "reflect packets to their sender (remote side)"),
+	KR_ARG_CUSTOM("peer", "IPV4", "the host running hwts --listen (with --listen: the "
+		      "measuring host)"),
+	KR_ARG_CUSTOM("listen", NULL, "reflect --peer's packets (remote side)"),
 	KR_ARG_CUSTOM("port", "N", "UDP port of --listen (7469; replies to N+1)"),
 	{ .name = NULL },
 };
@@ -764,18 +765,30 @@ static int open_full(void)
 	return 0;
 }
 
-/* --listen: echo every packet to its sender's port + 1 until the stop packet */
+/* --listen --peer ADDR: echo the measuring host's packets to its port + 1 until its stop
+ * packet. Bound to the one local address that routes to it, and deaf to every other
+ * sender (issue 42: bound to every address, anyone could stop it or use the echo). */
 static int reflect(const struct kr_opts *o)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons((uint16_t)full.port) };
-	struct sockaddr_in from;
+	struct sockaddr_in me, from, to = { .sin_family = AF_INET,
+					    .sin_port = htons((uint16_t)(full.port + 1)) };
+	socklen_t ml = sizeof(me);
 	struct timeval tv = { .tv_usec = 200000 };
 	uint32_t p[2];
-	long n = 0;
+	long n = 0, others = 0;
 
 	kr_env_standard((const char *const[]){ "group:cpuidle", "group:cmdline", NULL });
-	kr_params("mode=listen port=%ld", full.port);
+	kr_params("mode=listen peer=%s port=%ld", full.peer, full.port);
+	inet_pton(AF_INET, full.peer, &to.sin_addr);
+	if (fd < 0 || (full.iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, full.iface,
+						(socklen_t)strlen(full.iface)) < 0) ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 || /* the route's source */
+	    getsockname(fd, (struct sockaddr *)&me, &ml) < 0)
+		return kr_error("no route to %s: %s", full.peer, strerror(errno));
+	close(fd);
+	me.sin_port = htons((uint16_t)full.port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || (full.iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, full.iface,
 						(socklen_t)strlen(full.iface)) < 0) ||
 	    bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
@@ -786,14 +799,20 @@ static int reflect(const struct kr_opts *o)
 		if (recvfrom(fd, p, sizeof(p), 0, (struct sockaddr *)&from, &fl) != sizeof(p) ||
 		    p[0] != HW_MAGIC)
 			continue;
-		from.sin_port = htons((uint16_t)(full.port + 1));
-		sendto(fd, p, sizeof(p), 0, (struct sockaddr *)&from, sizeof(from));
+		if (from.sin_addr.s_addr != to.sin_addr.s_addr) {
+			others++;
+			continue;
+		}
+		sendto(fd, p, sizeof(p), 0, (struct sockaddr *)&to, sizeof(to));
 		if (p[1] == HW_STOP)
 			break;
 		n++;
 	}
-	return kr_skip(KR_EXIT_SKIP_MACHINE,
-		       "listen mode reflected %ld packets (the verdict is the peer's)", n);
+	kr_measure("packets_from_others", (double)others);
+	if (others)
+		kr_warn("%ld packets from other hosts ignored", others);
+	/* the verdict is the peer's */
+	return kr_skip(KR_EXIT_SKIP_MACHINE, "listen: reflected %ld packets of %s", n, full.peer);
 }
 
 /* every segment (with --peer, driver->kernel and user->user span the round trip) */
@@ -979,14 +998,14 @@ static const char *const env[] = { "group:cpuidle", "group:cpufreq", "group:cmdl
 static int validate(const struct kr_opts *o)
 {
 	(void)o;
-	if (full.peer && full.listen)
-		return kr_usage_error("--peer and --listen: one side listens, the other measures");
-	if (full.iface && !full.peer && !full.listen)
-		return kr_usage_error("--iface: needs --peer ADDR (or --listen on the remote side)");
-	cfg.path = full.peer ? PATH_PEER : cfg.path;
+	if (full.listen && !full.peer)
+		return kr_usage_error("--listen: needs --peer ADDR, the one host it answers");
+	if (full.iface && !full.peer)
+		return kr_usage_error("--iface: needs --peer ADDR");
+	cfg.path = full.peer && !full.listen ? PATH_PEER : cfg.path;
 	more.open = open_full, more.sent = drain_errqueue, more.cond_set = cond_set_full;
 	more.record = record;
-	more.pass = full.peer ? peer_pass : NULL;
+	more.pass = full.peer && !full.listen ? peer_pass : NULL;
 	more.env = env;
 	return 0;
 }

@@ -49,6 +49,7 @@ fi
 run() {
 	local out=${@: -1}
 	for _ in 1 2 3; do
+		rm -f "$tmp"/*.csv # a run replaces no file
 		"$prog" --wait 120 "${@:1:$#-1}" >"$out"; rc=$?
 		[ $rc = 125 ] && grep -Eq 'idled|busy|left no idle state' "$out" || return 0
 		echo "inconclusive (receiver CPU busy with other tasks), again"
@@ -114,6 +115,29 @@ awake=pmqos; [ $has_states = yes ] || awake=spin
 run --awake $awake --late 50ms --quiet "$tmp/c.txt"
 [ $rc = 125 ] && skipped=1 || check "$awake --late 50ms PASS" 0 $rc
 [ $rc = 125 ] || { grep -q '^hwts: PASS late_added=' "$tmp/c.txt"; check "PASS verdict line" 0 $?; }
+
+# --listen answers its --peer alone (issue 42 row 19: it bound every address and anyone's
+# stop packet ended it): 127.0.0.2's packets and stop are ignored, 127.0.0.1's stop ends it
+listen=$(python3 - "$prog" <<'EOF'
+import socket, struct, subprocess, sys, time
+for src in ("127.0.0.2", "127.0.0.1"):
+    p = subprocess.Popen([sys.argv[1], "--wait", "120", "--listen", "--peer", "127.0.0.1",
+                          "--duration", "3", "--quiet"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    for seq in (0, 1, 0xffffffff):
+        s.sendto(struct.pack("II", 0x68777473, seq), ("127.0.0.1", 7469))
+    t0 = time.monotonic()
+    out = p.communicate()[0].strip()
+    print(f"{src}:{p.returncode}:{'stopped' if time.monotonic() - t0 < 1.5 else 'ran'}:{out}")
+EOF
+)
+echo "$listen"
+check "--listen ignores another host" "127.0.0.2:129:ran:hwts: SKIP listen: reflected 0 packets of 127.0.0.1" \
+	"$(echo "$listen" | head -n 1)"
+check "--listen stops on its peer's packet" "127.0.0.1:129:stopped:hwts: SKIP listen: reflected 2 packets of 127.0.0.1" \
+	"$(echo "$listen" | tail -n 1)"
 
 # SIGINT while a cpuidle state is disabled (--per-state): ERROR 128, everything restored
 if [ $has_states = yes ]; then
