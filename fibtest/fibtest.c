@@ -216,8 +216,6 @@ static int run(const struct kr_opts *o)
 	cfg.quota_ns = cfg.quota_ns > 0 ? cfg.quota_ns : wk ? 80 * MS : 5 * MS;
 	cfg.period_ns = cfg.period_ns > 0 ? cfg.period_ns : wk ? 100 * MS : 10 * MS;
 	cfg.slice_us = cfg.slice_us ? cfg.slice_us : o->trigger ? 1000000 : 0;
-	if (cfg.fast + cfg.slow < 1)
-		return kr_error("no threads: --fast + --threads must be 1 or more");
 	/* the CPUs with slow threads only, each keeping a reserve (warmup_ns) */
 	long reserves = cfg.fast >= cpus->n ? 0 : cfg.slow < cpus->n - cfg.fast ? cfg.slow
 										: cpus->n - cfg.fast;
@@ -338,6 +336,10 @@ static int validate(const struct kr_opts *o)
 {
 	if (cfg.period_ns > 0 && o->duration_s * 1e9 < (double)cfg.period_ns)
 		return kr_usage_error("--duration: must be at least one --period");
+	/* run()'s defaults: --fast is 1 without workers, 0 with them */
+	bool wk = cfg.workers > 0 || (o->trigger && cfg.workers < 0);
+	if (!cfg.slow && (cfg.fast < 0 ? wk : !cfg.fast))
+		return kr_usage_error("--threads 0 and no --fast thread: nothing to run");
 	return 0;
 }
 

@@ -13,6 +13,10 @@ int kr_lock_take(double wait_s, pid_t *holder);
 int kr_journal_finish(void);
 int kr_journal_begin(void);
 void kr_journal_detach(void);
+/* --csv FILE made new before the run (-1 with errno: EEXIST, ELOOP...); removed again at
+ * the end if nothing was written to it */
+int kr_csv_create(const char *path);
+void kr_csv_finish(const char *path);
 /* Print text broken at spaces into lines of at most KR_TEXT_WIDTH columns (prefix
  * included); continuation lines indented by indent (-1: under a "key   value" gap, else the
  * line's own indent + 2). */

@@ -431,6 +431,8 @@ static int print_mail_params(void)
 	return KR_EXIT_PASS;
 }
 
+static int locked_run(void);
+
 int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **argv)
 {
 	struct option lo[64];
@@ -457,6 +459,20 @@ int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **ar
 					   : no_argument, NULL, OPT_PROG + i };
 	lo[n] = (struct option){ 0 };
 
+	/* getopt_long takes any unambiguous prefix ("--cpu" for --cpus, "--dur"): a typo must
+	 * not become another option, so only whole names pass (issue 42) */
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (strncmp(argv[i], "--", 2))
+			continue;
+		size_t len = strcspn(argv[i] + 2, "=");
+		int k = 0;
+		while (k < n && (strlen(lo[k].name) != len || strncmp(lo[k].name, argv[i] + 2, len)))
+			k++;
+		if (k == n)
+			return usage_exit("unknown option '%.*s' (see --help)", (int)len + 2, argv[i]);
+		if (lo[k].has_arg == required_argument && !argv[i][2 + len])
+			i++; /* its value, whatever it looks like */
+	}
 	opterr = 0;
 	optind = 1;
 	want_help = want_version = want_mail_params = false;
@@ -515,6 +531,20 @@ int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **ar
 	if (why)
 		return kr_skip(KR_EXIT_SKIP_MACHINE, "%s", why);
 
+	/* the last check before the lock: the one output file a run makes */
+	if (the_opts.csv && kr_csv_create(the_opts.csv) < 0)
+		return usage_exit("--csv %s: %s", the_opts.csv, errno == EEXIST ? "exists (a run "
+				  "replaces no file: name a new one)" : errno == ELOOP ?
+				  "a symbolic link (not followed)" : strerror(errno));
+	int code = locked_run();
+	kr_csv_finish(the_opts.csv);
+	return code;
+}
+
+static int locked_run(void)
+{
+	pid_t holder = 0;
+
 	on_stop_signals(note_pre_run_signal, false);
 	if (kr_lock_take(the_opts.wait_s, &holder) < 0) {
 		if (errno == EINTR)
@@ -530,6 +560,6 @@ int kr_main(const struct kr_prog *p, const struct kr_cli *c, int argc, char **ar
 	if (stale_failed)
 		kr_warn("%d journal(s) of unfinished runs could not be restored completely "
 			"(kept in %s): the machine may not be as it was", stale_failed, kr_rundir());
-	kr_kmsg("krepro: %s start", p->name);
+	kr_kmsg("krepro: %s start", the_prog->name);
 	return supervise();
 }

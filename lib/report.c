@@ -9,10 +9,12 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 struct kr_kv {
 	char *key;
@@ -485,8 +487,45 @@ int kr_inconclusive(double value, const char *reason_fmt, ...)
 }
 
 
-/* ---- CSV ---- */
+/* ---- CSV ----
+ * --csv FILE is created before the lock and anything else (issue 42: a bad path was found
+ * after the run, a symlink followed as root): a new regular file, never through a link,
+ * never one that exists. The measuring child writes it; the supervisor removes it again
+ * if nothing was written (a SKIP, an ERROR), so a file is there only with samples. */
 static FILE *kr_csv_file;
+static int kr_csv_fd = -1;
+static struct stat kr_csv_st;
+
+int kr_csv_create(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &kr_csv_st) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		errno = e;
+		return -1;
+	}
+	kr_csv_fd = fd;
+	return 0;
+}
+
+void kr_csv_finish(const char *path)
+{
+	struct stat now, st;
+
+	if (kr_csv_fd < 0)
+		return;
+	/* still empty and still the file made: nobody else's name is removed */
+	if (fstat(kr_csv_fd, &now) == 0 && now.st_size == 0 && lstat(path, &st) == 0 &&
+	    st.st_dev == kr_csv_st.st_dev && st.st_ino == kr_csv_st.st_ino)
+		unlink(path);
+	close(kr_csv_fd);
+	kr_csv_fd = -1;
+}
 
 int kr_csv_open(const char *header)
 {
@@ -494,15 +533,25 @@ int kr_csv_open(const char *header)
 
 	if (!o || !o->csv)
 		return 0;
-	if (kr_csv_file)
-		fclose(kr_csv_file);
-	kr_csv_file = fopen(o->csv, "w");
-	if (!kr_csv_file) {
-		kr_warn("--csv %s: %s", o->csv, strerror(errno));
-		return -1;
+	if (kr_csv_file) { /* a second header: the file starts again */
+		fflush(kr_csv_file);
+		if (ftruncate(fileno(kr_csv_file), 0) < 0)
+			goto fail;
+		rewind(kr_csv_file);
+	} else {
+		int fd = kr_csv_fd >= 0 ? dup(kr_csv_fd) : (kr_csv_create(o->csv) < 0 ? -1
+							    : dup(kr_csv_fd));
+		if (fd < 0 || !(kr_csv_file = fdopen(fd, "w"))) {
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
 	}
 	fprintf(kr_csv_file, "%s\n", header);
 	return 0;
+fail:
+	kr_warn("--csv %s: %s", o->csv, strerror(errno));
+	return -1;
 }
 
 void kr_csv_row(const char *fmt, ...)

@@ -11,7 +11,7 @@ contract.py --kernel PROGRAM  a real default run in TAP: exit code and verdict a
                               the report is valid, and the machine is as before (needs root).
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
-import fcntl, json, os, re, signal, subprocess, sys, time
+import fcntl, json, os, re, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from krstate import snapshot, diff  # noqa: E402
@@ -125,13 +125,18 @@ def contract(prog):
     code, out, err = run([prog, "--version"])
     check(code == 0 and name in out, "--version")
     bad = [["--no-such-option"], ["--duration", "-1"], ["--duration", "abc"], ["--duration", "5x"],
-           ["--threshold", "nan"], ["--format", "xml"], ["--csv"], ["stray-argument"]]
+           ["--threshold", "nan"], ["--format", "xml"], ["--csv"], ["stray-argument"],
+           # getopt_long's abbreviations are typos here, not other options (issue 42 row 18)
+           ["--dur", "1"], ["--thresh", "0.5"], ["--form=json"]]
     if "--cpu N" in out or re.search(r"--cpu\b", run([prog, "--help"])[1]):
         bad += [["--cpu", "999"], ["--cpu", "-1"], ["--cpu", "0x"]]
     if re.search(r"--cpus\b", run([prog, "--help"])[1]):
         bad += [["--cpus", "999"], ["--cpus", "0-"], ["--cpus", ""]]
     if "--repeat" in run([prog, "--help"])[1]:
         bad += [["--repeat", "0"], ["--repeat", "-2"]]
+    # a program's own combinations, refused before the lock (issue 42 rows 18-19)
+    bad += {"fibtest": [["--fast", "0", "--threads", "0"], ["--threads", "0", "--trigger"]],
+            "hwts": [["--listen"], ["--iface", "lo"]]}.get(name, [])
     # quiet snapshots: a krepro run elsewhere (a lab check, another suite) must not show
     # its changes in progress as ours; after it ends it has restored them
     before = quiet_snapshot()
@@ -141,6 +146,25 @@ def contract(prog):
         check(out == "", f"{args}: printed a report: {out[:100]!r}")
         lines = err.strip().split("\n")
         check(len(lines) == 1 and lines[0].startswith(name + ":"), f"{args}: not one line on stderr: {err!r}")
+    # --csv FILE is checked before anything changes and never replaces or follows what is
+    # there (issue 42 rows 14-15: checked after the run; a user's link followed as root)
+    with tempfile.TemporaryDirectory(prefix="krepro-contract-csv-") as d:
+        old, link, target = os.path.join(d, "old.csv"), os.path.join(d, "link.csv"), os.path.join(d, "t")
+        with open(old, "w") as f:
+            f.write("a draft\n")
+        os.symlink(target, link)
+        for path, what in ((old, "exists"), (link, "exists"), (os.path.join(d, "no", "x.csv"), "No such")):
+            code, out, err = run([prog, "--csv", path])
+            check(code == 128 and out == "" and err.count("\n") == 1 and what in err,
+                  f"--csv {os.path.basename(path)}: exit {code}, {err!r}")
+        check(open(old).read() == "a draft\n" and not os.path.lexists(target),
+              "--csv: a file that exists, or a link's target, was written")
+        if os.geteuid() == 0:  # refused after the CSV was made: it is removed again
+            with lock_held_elsewhere("krepro-contract-") as env:
+                code, out, err = run([prog, "--csv", os.path.join(d, "new.csv")], env=env)
+            check(code == 128 and not os.path.lexists(os.path.join(d, "new.csv")),
+                  f"--csv beside a held lock: exit {code}, the empty CSV left: "
+                  f"{os.path.lexists(os.path.join(d, 'new.csv'))}")
     # --cpu of an online CPU outside the process affinity (a cpuset, taskset): as bad
     cpus = sorted(os.sched_getaffinity(0))
     if re.search(r"--cpu\b", run([prog, "--help"])[1]) and len(cpus) >= 2:
