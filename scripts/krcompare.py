@@ -24,7 +24,7 @@ The direction: each program declares on which side of its threshold a FAIL lies
 (struct kr_prog .fail_below, "fail_when" in its JSON report): that side is worse, so
 a separate change towards it is a regression, away from it an improvement; a is the base.
 """
-import atexit, datetime, fcntl, hashlib, json, math, os, re, subprocess, textwrap, time
+import atexit, datetime, fcntl, hashlib, json, math, os, re, stat, subprocess, textwrap, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -59,21 +59,20 @@ def _drop_unwritten():
 
 def output_file(path, what="--json"):
     """an output FILE opened before the runs (issue 42: a bad path failed after them, an
-    hour of guest runs lost), never through a link; written at the end by write_output.
-    A file it created is removed again if the script ends before writing it."""
-    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    hour of guest runs lost): a new file, never through a link, never over one that exists
+    (a run as root replaces nothing); written at the end by write_output, removed again if
+    the script ends before it writes it."""
     try:
-        try:
-            fd, made = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
-        except FileExistsError:
-            fd, made = os.open(path, flags), False
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+    except FileExistsError:
+        raise Usage(f"{what} {path}: exists (name a new file)")
     except OSError as e:
         raise Usage(f"{what} {path}: {e.strerror}")
     f = os.fdopen(fd, "w")
-    if made:
-        if not _UNWRITTEN:
-            atexit.register(_drop_unwritten)
-        _UNWRITTEN.append((path, f))
+    if not _UNWRITTEN:
+        atexit.register(_drop_unwritten)
+    _UNWRITTEN.append((path, f))
     return f
 
 
@@ -173,12 +172,29 @@ def built_dir(d, name):
     return k
 
 
+def open_lock(path):
+    """a lock file (flock(2) only, never written), as root in a shared /tmp: made if
+    missing, never through a link (issue 42: a user's dangling link there made root create
+    its target), a regular file"""
+    try:
+        # O_NONBLOCK: a FIFO put there would block the open until a writer came
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK |
+                     os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise Usage(f"lock {path}: {e.strerror}")
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise Usage(f"lock {path}: not a regular file")
+    return f
+
+
 def locked(cmd, flock, **kw):
     """run CMD, holding FLOCK (flock(2), as flock(1) does) when asked: one hold per build
     or run. The result's .seconds counts from when the lock was had."""
     f = None
     if flock:
-        f = open(flock, "a")
+        f = open_lock(flock)
         fcntl.flock(f, fcntl.LOCK_EX)
     t0 = time.monotonic()
     try:

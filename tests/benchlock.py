@@ -7,7 +7,15 @@ KREPRO_BENCH_LOCK_HELD=1 says so explicitly. Exit 0 held by an ancestor, 1 not."
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import krcompare  # noqa: E402
+
 BENCH_LOCK = "/tmp/krepro-bench.lock"
+
+
+def open_lock(path=BENCH_LOCK):
+    """the bench lock opened as root in /tmp: never through a link (krcompare.open_lock)"""
+    return krcompare.open_lock(path)
 
 
 def _ancestors():
@@ -44,4 +52,10 @@ def held_by_ancestor(path=BENCH_LOCK):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--create"]:  # for shell: made safely, then opened read-only
+        try:
+            open_lock().close()
+        except krcompare.Usage as e:
+            sys.exit(f"benchlock: {e}")
+        sys.exit(0)
     sys.exit(0 if held_by_ancestor() else 1)

@@ -319,8 +319,33 @@ def provenance(tmp):
           and pv["qemu"] is None and pv["host"]["cpus"], f"provenance: {pv}")
 
 
+def lock_file(tmp):
+    """a lock in a shared /tmp is opened as root without following a user's link (issue 42
+    row 19: a dangling one made root create its target)"""
+    link, target = os.path.join(tmp, "bench.lock"), os.path.join(tmp, "target")
+    os.symlink(target, link)
+    try:
+        krcompare.open_lock(link)
+        check(False, "open_lock followed a link")
+    except krcompare.Usage as e:
+        check(not os.path.lexists(target) and "bench.lock" in str(e), f"open_lock: {e}")
+    os.mkfifo(os.path.join(tmp, "fifo.lock"))
+    os.mkdir(os.path.join(tmp, "dir.lock"))
+    for bad in ("fifo.lock", "dir.lock"):  # a FIFO would block the open for ever
+        try:
+            krcompare.open_lock(os.path.join(tmp, bad))
+            check(False, f"open_lock took {bad}")
+        except krcompare.Usage as e:
+            check("not a regular file" in str(e) or "directory" in str(e), f"open_lock {bad}: {e}")
+    f = krcompare.open_lock(os.path.join(tmp, "new.lock"))
+    check(os.path.isfile(os.path.join(tmp, "new.lock")), "open_lock makes a missing lock")
+    f.close()
+
+
 def main():
     unit()
+    with tempfile.TemporaryDirectory(prefix="krepro-lock-") as tmp:
+        lock_file(tmp)
     self_compare()
     with tempfile.TemporaryDirectory(prefix="krepro-compare-") as tmp:
         provenance(tmp)

@@ -56,7 +56,7 @@ class BenchLock:
 
     def __enter__(self):
         if BenchLock.depth == 0:
-            BenchLock.f = open(BENCH_LOCK, "a")
+            BenchLock.f = benchlock.open_lock()
             fcntl.flock(BenchLock.f, fcntl.LOCK_EX)
         BenchLock.depth += 1
         return self

@@ -33,6 +33,8 @@ logdir=$builddir/valgrind
 mkdir -p "$logdir"
 lock_held=0
 python3 "$top/tests/benchlock.py" && lock_held=1
+# made without following a link (a user's, in /tmp), then only read: flock(1) on fd 9
+python3 "$top/tests/benchlock.py" --create || exit 1
 vg=(valgrind --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
     --show-leak-kinds=definite --trace-children=yes --child-silent-after-fork=no)
 failed=()
@@ -112,7 +114,7 @@ if [ "$programs" = 1 ]; then
 			# the bench lock is held until /run/krepro is checked: a run after ours may
 			# have a journal of its own
 			# (not when an ancestor holds it, as in flock ... scripts/test: benchlock.py)
-			exec 9>>/tmp/krepro-bench.lock
+			exec 9</tmp/krepro-bench.lock
 			[ "$lock_held" = 1 ] || flock 9
 			# shellcheck disable=SC2086
 			timeout -s INT 300 "${vg[@]}" --log-file="$logdir/$p.%p.log" \
