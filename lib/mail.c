@@ -57,12 +57,30 @@ void kr_say(const char *fmt, ...)
 	putchar('\n');
 }
 
-/* "params: key=value ..." within 72 columns */
+/* "HEAD word word ..." within 72 columns, continued after INDENT; kr_say ends the line */
+static void wrap_word(const char *head, const char *indent, const char *w)
+{
+	int len = (int)strlen(w);
+
+	if (!param_col || param_col + 1 + len > KR_TEXT_WIDTH)
+		param_col = param_col ? printf("\n%s", indent) - 1 : printf("%s", head);
+	for (int room; param_col + 1 + len > KR_TEXT_WIDTH; w += room, len -= room) {
+		room = KR_TEXT_WIDTH - param_col - 1; /* a word longer than a line: a path */
+		printf(" %.*s\n%s", room, w, indent);
+		param_col = (int)strlen(indent);
+	}
+	param_col += printf(" %s", w);
+}
+
+static void wrap_words(const char *head, const char *indent, char *text)
+{
+	for (char *w = strtok(text, " "); w; w = strtok(NULL, " "))
+		wrap_word(head, indent, w);
+}
+
 static void param_word(const char *kv)
 {
-	if (!param_col || param_col + 1 + (int)strlen(kv) > KR_TEXT_WIDTH)
-		param_col = printf(param_col ? "\n       " : "params:") - !!param_col;
-	param_col += printf(" %s", kv);
+	wrap_word("params:", "       ", kv);
 }
 
 void kr_param(const char *key, const char *fmt, ...)
@@ -79,8 +97,7 @@ void kr_params(const char *fmt, ...)
 	char text[1024];
 
 	FORMAT(text, fmt);
-	for (char *kv = strtok(text, " "); kv; kv = strtok(NULL, " "))
-		param_word(kv);
+	wrap_words("params:", "       ", text);
 }
 
 void kr_env_standard(const char *const *knobs)
@@ -109,24 +126,43 @@ void kr_cause(const char *fmt, ...)
 	ncauses++;
 }
 
-/* the verdict line, last: "NAME: VERDICT [why] [metric=V (limit T)] [extra]"; an extra
- * that does not fit in 72 columns goes into a line above it */
+/* the verdict line, last: "NAME: VERDICT [why] [metric=V (limit T)] [extra]", as the full
+ * program prints it: one longer than 72 columns is cut to the verdict and the metric (or
+ * the reason's first words), what it leaves out in a "verdict: ..." line above it */
 static int verdict_line(enum kr_verdict v, int code, double value, const char *why,
 			const char *extra)
 {
-	char line[1024], vb[32], tb[32];
-	int n = snprintf(line, 512, "%s: %s%s%s", the_prog->name,
-			 (const char *[]){ "PASS", "FAIL", "SKIP", "ERROR" }[v], *why ? " " : "", why);
+	static const char *const words[] = { "PASS", "FAIL", "SKIP", "ERROR" };
+	char line[1280], m[160] = "", vb[32], tb[32], d[1200];
+	bool metric = v < KR_SKIP || (v == KR_SKIP && !isnan(value));
 
 	for (int i = 0; v == KR_FAIL && i < ncauses; i++)
 		kr_say("known cause: %s", causes[i]);
-	if (v < KR_SKIP || (v == KR_SKIP && !isnan(value)))
-		n += snprintf(line + n, 256, " %s=%s%s (limit %s%s)", the_prog->metric,
-			      kr_format_value(value, vb, 32), the_prog->unit,
-			      kr_format_value(the_opts->threshold, tb, 32), the_prog->unit);
-	if (*extra && n + strlen(extra) + 1 > KR_TEXT_WIDTH)
-		kr_say("verdict: %s", extra), extra = "";
-	kr_say("%s%s%s", line, *extra ? " " : "", extra);
+	if (metric)
+		snprintf(m, sizeof(m), "%s=%s%s (limit %s%s)", the_prog->metric,
+			 kr_format_value(value, vb, 32), the_prog->unit,
+			 kr_format_value(the_opts->threshold, tb, 32), the_prog->unit);
+	int n = snprintf(line, sizeof(line), "%s: %s%s%s%s%s%s%s", the_prog->name, words[v],
+			 *why ? " " : "", why, metric ? " " : "", m, *extra ? " " : "", extra);
+	if (n <= KR_TEXT_WIDTH) {
+		kr_say("%s", line);
+	} else if (metric) {
+		snprintf(d, sizeof(d), "%s %s", why, extra);
+		wrap_words("verdict:", " ", d);
+		kr_say("%s: %s %s%s", the_prog->name, words[v], v == KR_SKIP ? "inconclusive " : "", m);
+	} else {
+		int cut = 0, head = (int)(strlen(the_prog->name) + strlen(words[v])) + 3;
+		for (int i = 0; line[i] && i + 1 <= KR_TEXT_WIDTH - 4; i++)
+			if (line[i] == ' ')
+				cut = i;
+		if (cut < head) /* a reason with no space to break at (a path): cut in it */
+			cut = KR_TEXT_WIDTH - 4;
+		char head_word[8];
+		snprintf(head_word, sizeof(head_word), "%s:", words[v]);
+		snprintf(d, sizeof(d), "%s", why);
+		wrap_words(head_word, " ", d);
+		kr_say("%.*s ...", cut, line);
+	}
 	fflush(stdout);
 	return code;
 }

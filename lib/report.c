@@ -195,7 +195,7 @@ static void json_array(FILE *f, char **s, size_t n)
 }
 
 static void report_json(FILE *f, enum kr_verdict v, int code, double value, double threshold,
-			const char *reason, const char *line)
+			const char *reason, const char *line, const char *detail)
 {
 	static const char *const words[] = { "PASS", "FAIL", "SKIP", "ERROR" };
 	const struct kr_prog *p = kr_program();
@@ -219,8 +219,11 @@ static void report_json(FILE *f, enum kr_verdict v, int code, double value, doub
 	json_string(f, p ? p->rule : NULL);
 	fputs(",\"reason\":", f);
 	json_string(f, (v == KR_SKIP || v == KR_ERROR) ? reason : NULL);
+	/* the line the text report ends on (72 columns), and what it left out */
 	fputs(",\"verdict_line\":", f);
 	json_string(f, line);
+	fputs(",\"verdict_detail\":", f);
+	json_string(f, detail);
 	fputs(",\"parameters\":", f);
 	json_object(f, &kr_rep.params);
 	fputs(",\"environment\":", f);
@@ -395,10 +398,15 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 		shortline = kr_strf("%s: %s %s%s", name, words[v], v == KR_SKIP ? "inconclusive " : "", m);
 		detail = kr_strf("verdict: %s%s%s", r, reason && *x ? " " : "", x);
 	} else if (text_width(line, strlen(line)) > KR_TEXT_WIDTH) {
-		size_t cut = 0;
-		for (size_t i = 0; line[i] && text_width(line, i + 1) <= KR_TEXT_WIDTH - 3; i++)
+		size_t cut = 0, hard = 0, head = strlen(name) + strlen(words[v]) + 3;
+		for (size_t i = 0; line[i] && text_width(line, i + 1) <= KR_TEXT_WIDTH - 4; i++) {
 			if (line[i] == ' ')
 				cut = i;
+			if (((unsigned char)line[i + 1] & 0xc0) != 0x80)
+				hard = i + 1; /* never inside a character */
+		}
+		if (cut < head) /* a reason with no space to break at (a path): cut in it */
+			cut = hard;
 		shortline = kr_strf("%.*s ...", (int)cut, line);
 		detail = kr_strf("%s: %s", words[v], r);
 	}
@@ -407,8 +415,9 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 	if (ksft && (code == KR_EXIT_SKIP || code == KR_EXIT_SKIP_MACHINE))
 		code = KR_EXIT_KSFT_SKIP;
 	kr_csv_close();
-	if (o && o->format == KR_FMT_JSON) {
-		report_json(f, v, code, value, threshold, reason, line);
+	if (o && o->format == KR_FMT_JSON) { /* the line the text report ends on */
+		report_json(f, v, code, value, threshold, reason, shortline ? shortline : line,
+			    detail);
 		goto done;
 	}
 	if (tap) {
@@ -422,9 +431,14 @@ static int report_finish(enum kr_verdict v, int code, double value, const char *
 		report_text(f, pre, v == KR_FAIL);
 		if (detail)
 			kr_print_wrapped(f, pre, detail, 2);
+	} else if (detail) { /* --quiet: the verdict line alone on stdout, within 72 columns
+			     * too (issue 43: 140 here); what it leaves out goes to stderr */
+		char *d = kr_strf("%s: %s", name, detail);
+		fflush(f);
+		kr_print_wrapped(stderr, "", d, 2);
+		free(d);
 	}
-	/* --quiet: one line for a bisect log, all of it */
-	fprintf(f, "%s%s\n", pre, shortline && !(o && o->quiet) ? shortline : line);
+	fprintf(f, "%s%s\n", pre, shortline ? shortline : line);
 	if (tap) {
 		if (v == KR_PASS || v == KR_FAIL)
 			fprintf(f, "%sok 1 %s\n", v == KR_FAIL ? "not " : "", name);

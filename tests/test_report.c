@@ -160,6 +160,16 @@ static int run(const struct kr_opts *o)
 	case 2: return kr_skip(129, "no such hardware: %s", tricky);
 	case 3: return kr_inconclusive(20.5, "repeats straddle the threshold: %d pass, %d fail", 1, 2);
 	case 4: return kr_error("broken: %s", tricky);
+	/* the widest each field can take (issue 43): an NVMe's IOPS, a 400-CPU id, a 6-digit
+	 * value, a reason of a paragraph, a path with no space to break at */
+	case 6: return kr_verdict(KR_FAIL, 123456.7, "test=%ld baseline=%ld IOPS cpu=%d p99=%.0fus",
+				  9999999L, 9999999L, 399, 999999.0);
+	case 7: return kr_inconclusive(0.5704, "4k: ideal speedup < 1.25x: memory bandwidth does "
+				       "not scale to %d threads here; hugetlb %s", 400, tricky);
+	case 8: return kr_skip(129, "/sys/devices/system/cpu/cpu399/cpuidle/state9/disable_"
+			       "and_some_more_without_a_space: %s", "no such file or directory");
+	case 9: return kr_error("cannot set /proc/sys/kernel/sched_cfs_bandwidth_slice_us to "
+				"%d on cpu %d: %s", 1000000, 399, "Operation not permitted");
 	default: abort(); /* a crash: the supervisor reports ERROR */
 	}
 }
@@ -364,6 +374,41 @@ static void test_quiet_and_usage(void **state)
 	assert_int_equal(kr_main(&prog, &cli, 2, bad5), 128);
 }
 
+/* every verdict path with the widest values, text and --quiet: every line on stdout and
+ * stderr within 72 columns, --quiet's stdout the verdict line alone */
+static void test_widest(void **state)
+{
+	static const char *const word[] = { [6] = "demo: FAIL throttled=123457% (limit 20.0%)",
+		[7] = "demo: SKIP inconclusive throttled=", [8] = "demo: SKIP /sys/",
+		[9] = "demo: ERROR cannot set" };
+	char err[16 * 1024];
+	(void)state;
+	for (int m = 6; m <= 9; m++) {
+		for (int quiet = 0; quiet < 2; quiet++) {
+			char *argv[] = { "demo", quiet ? "--quiet" : "--format", quiet ? NULL : "text",
+					 NULL };
+			FILE *e = tmpfile();
+			int saved = dup(STDERR_FILENO);
+			dup2(fileno(e), STDERR_FILENO);
+			mode = m;
+			run_captured(quiet ? 2 : 3, argv);
+			fflush(stderr);
+			dup2(saved, STDERR_FILENO);
+			close(saved);
+			rewind(e);
+			err[fread(err, 1, sizeof(err) - 1, e)] = 0;
+			fclose(e);
+			assert_lines_fit(out);
+			assert_lines_fit(err);
+			const char *last = last_line();
+			if (strncmp(last, word[m], strlen(word[m])))
+				fail_msg("mode %d quiet %d: last line %s", m, quiet, last);
+			if (quiet) /* one line, and what it leaves out said on stderr */
+				assert_true(strchr(out, '\n') == out + strlen(out) - 1 && strstr(err, "demo: "));
+		}
+	}
+}
+
 /* typed options land in their variables, range-checked; --mail-params prints the run's
  * parameters as C for the mail form: every shared option, the program options given */
 static void test_typed_options(void **state)
@@ -427,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_json_checker), cmocka_unit_test(test_text),
 		cmocka_unit_test(test_json),	     cmocka_unit_test(test_tap),
 		cmocka_unit_test(test_quiet_and_usage), cmocka_unit_test(test_typed_options),
+		cmocka_unit_test(test_widest),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
