@@ -395,7 +395,7 @@ static int run(const struct kr_opts *o)
 	int64_t dur = (int64_t)(o->duration_s * 1e9), end;
 	int r, tries = 0, n = 0, nwoken = 0, nstolen = 0, npass = 0, nfail = 0;
 	uint64_t skbs = 0, drops = 0;
-	double out_p50 = NAN;
+	double out_p50 = NAN; /* the slowest window's out p50: the control's worst */
 	struct kr_cpus usable;
 	char why[200];
 	pthread_t t;
@@ -477,7 +477,7 @@ static int run(const struct kr_opts *o)
 		return kr_inconclusive(med, "%d of %d windows counted, need 2", n, tries);
 	if (verdict == KR_PASS && lab.nbh == 1 && !lab.napi && !o->mitigate)
 		kr_say("ksoftirqd was starved and the softirqs still ran (at irq exit)");
-	return kr_verdict(verdict, med, "out_p50=%.3fms woken=%d/%d", out_p50, nwoken, tries);
+	return kr_verdict(verdict, med, "out_p50_max=%.3fms woken=%d/%d", out_p50, nwoken, tries);
 }
 
 static const struct kr_prog prog = {
