@@ -16,12 +16,15 @@
 #include "krepro.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PASS_BELOW 0.3 /* hidden below: precise irq time accounting (0.07-0.278 seen) */
@@ -246,6 +249,42 @@ static const char *kernel_unfit(const char *thread, char *why, size_t len)
 	return NULL;
 }
 
+/* nice ranks only within an autogroup: a session of our own (setsid) gets one, and ours
+ * at -20 keeps other sessions away. A process group leader cannot setsid: the mail form
+ * typed into an interactive shell is one (issue 43: its probe lost the autogroup, and it
+ * SKIPped where the program FAILed). Then a child carries the run in a session of its own;
+ * this process passes it the signals it gets, the time cap's among them, and its exit code */
+static pid_t session_child;
+
+static void pass_signal(int sig)
+{
+	kill(session_child, sig);
+}
+
+static bool own_autogroup(void)
+{
+	int status;
+
+	if (access("/proc/self/autogroup", F_OK))
+		return false;
+	if (setsid() < 0 && errno == EPERM) {
+		fflush(NULL);
+		if ((session_child = fork()) < 0)
+			return false;
+		if (session_child > 0) {
+			for (const int *s = (const int[]){ SIGINT, SIGTERM, SIGHUP, SIGALRM, 0 }; *s; s++)
+				signal(*s, pass_signal);
+			while (waitpid(session_child, &status, 0) < 0 && errno == EINTR)
+				;
+			_exit(WIFEXITED(status) ? WEXITSTATUS(status) : KR_EXIT_ERROR);
+		}
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* our undo runs if the parent is killed */
+		if (setsid() < 0)
+			return false;
+	}
+	return !kr_write_file("/proc/self/autogroup", "-20");
+}
+
 static int run(const struct kr_opts *o)
 {
 	char why[256];
@@ -274,15 +313,13 @@ static int run(const struct kr_opts *o)
 #else
 	kr_env_standard(NULL); /* kernel and CPUs: the mail carries the rest */
 #endif
+	bool own = own_autogroup(); /* before any change, thread or socket */
 	if ((rc = setup_network(&tx, &rx)))
 		return rc;
 	snprintf(why, sizeof(why), "ksoftirqd/%d", victim);
 	kr_find_kthreads(why, &ksoftirqd, 1);
 	/* refused (RT_GROUP_SCHED): measured as it is, the SKIP says so */
 	fifo = !cfg.ksoftirqd && ksoftirqd && !kr_journal_sched(ksoftirqd, SCHED_FIFO, 1);
-	/* nice ranks only within an autogroup: ours at -20 keeps other sessions away */
-	bool own = !access("/proc/self/autogroup", F_OK) && setsid() >= 0 &&
-		   !kr_write_file("/proc/self/autogroup", "-20");
 	kr_params("duration=%gs repeat=%d victim_cpu=%d traffic_cpu=%d rate=%ldpps gap=%lldns "
 		  "min_lost=%gms/s seed=%llu ksoftirqd=%s probe=nice-20%s", o->duration_s, n,
 		  victim, other, cfg.rate, (long long)cfg.gap_ns, cfg.min_lost, seed,
