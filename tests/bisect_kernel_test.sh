@@ -50,6 +50,18 @@ grep -q '^# the tree' .config && bad "the tree's .config was used" || ok "the tr
 	[ -f "$tmp/out/config-6.1.0-test" ] && ok "--build-only: bzImage, config-RELEASE, release" ||
 	bad "--build-only output: $(ls "$tmp/out" 2>&1)"
 
+# without KREPRO_BUILD_LOG the log was /tmp/krepro-bisect-build.log, and a user's link
+# there had root overwrite its target (issue 42 row 5): now a new file of its own
+if [ ! -e /tmp/krepro-bisect-build.log ] && [ ! -L /tmp/krepro-bisect-build.log ]; then
+	ln -s "$tmp/victim" /tmp/krepro-bisect-build.log
+	PATH=$tmp/bin KREPRO_BISECT_STEPS=$tmp/steps.txt KREPRO_BISECT_CONFIG="$tmp/start.config" \
+		"$src/scripts/vm/bisect-kernel" --build-only "$tmp/out" 2>>"$tmp/err"
+	rc=$?
+	[ $rc = 0 ] && [ ! -e "$tmp/victim" ] && ok "no KREPRO_BUILD_LOG: a link at the old name not followed" ||
+		bad "no KREPRO_BUILD_LOG: exit $rc, $(ls -l "$tmp/victim" 2>&1)"
+	rm -f /tmp/krepro-bisect-build.log
+fi
+
 printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/ccache" && chmod +x "$tmp/bin/ccache"
 : >"$tmp/make.log"
 step env KREPRO_BISECT_CONFIG="$tmp/start.config"

@@ -295,6 +295,28 @@ def whole(tmp):
           and re_.get("rejudged") and all(len(l) <= 72 for l in p.stdout.split("\n")),
           f"--rejudge a recorded compare: exit {p.returncode}\n{p.stdout}{p.stderr}")
 
+    # --json into a missing directory, or over a file: said before any run, not after them
+    # (issue 42 row 12: an hour of guest runs, then a traceback)
+    for js, why in ((os.path.join(tmp, "no", "such.json"), "No such"), (STANDIN, "exists")):
+        log = os.path.join(tmp, "early.log")
+        p = subprocess.run([os.path.join(TOP, "scripts", "compare"), "--json", js, "--host", "--",
+                            STANDIN], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, STANDIN_LOG=log))
+        check(p.returncode == 128 and why in p.stderr and not os.path.exists(log),
+              f"--json {js}: exit {p.returncode}, runs {os.path.exists(log)}: {p.stderr!r}")
+    # labcheck likewise, and its --out: a new or empty directory, as report's (issue 42 row 7)
+    if os.geteuid() == 0:
+        full = os.path.join(tmp, "full")
+        os.makedirs(full)
+        open(os.path.join(full, "mail.txt"), "w").write("a draft\n")
+        for argv, why in ((["--json", STANDIN], "exists"), (["--out", full], "exists"),
+                          (["--kcidb", os.path.join(tmp, "no", "k.json")], "No such")):
+            p = subprocess.run([os.path.join(TOP, "scripts", "labcheck"), "--build",
+                                os.path.join(tmp, "no-build")] + argv, capture_output=True,
+                               text=True, timeout=60)
+            check(p.returncode == 128 and why in p.stderr and "Traceback" not in p.stderr,
+                  f"labcheck {' '.join(argv)}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        check(open(os.path.join(full, "mail.txt")).read() == "a draft\n", "labcheck --out replaced a file")
     for bad, why in ((["--host", "-n", "4"], "-n 4 (under MIN_RUNS)"), (["--host", "--a", "amd64"], "--host and --a"),
                      (["--a", "amd64"], "--a without --b")):
         p, _, _ = compare(tmp, "bad", ["- 1"], bad)
