@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Description: what the programs change and restore where this host cannot show it, in
 # Debian's 6.1 under scripts/vmrun (issue 42): hwts with real cpuidle states (--idle-states)
-# and fibtest on a cgroup v2-only guest (--cgroup v2), each killed mid-run
+# and a NIC that takes SIOCSHWTSTAMP (--nic e1000e), and fibtest on a cgroup v2-only guest
+# (--cgroup v2), each killed mid-run
 # (tests/vm/restore_in_guest.sh runs inside). Two boots, ~40 s under TCG.
 #   tests/vm/restore_guest.sh SOURCE_DIR BUILD_DIR [vmrun options]
 set -u
@@ -21,12 +22,14 @@ if [ ! -f "$static/build.ninja" ]; then
 fi
 ninja -C "$static" hwts/hwts fibtest/fibtest >/dev/null || { echo "FAIL: static build of hwts, fibtest"; exit 1; }
 fails=0
-for shape in "idle --idle-states" "cgv2 --cgroup=v2"; do
+cc -static -O2 -Wall -o "$static/hwtsctl" "$src/tests/vm/hwtsctl.c" || { echo "FAIL: cc -static hwtsctl.c"; exit 1; }
+for shape in "idle,hwtstamp --idle-states --nic=e1000e" "cgv2 --cgroup=v2"; do
 	what=${shape%% *}
-	"$src/scripts/vmrun" --wait 900 "${shape#* }" "$@" --kernel "$kernel" \
-		--file "$static/hwts/hwts" --file "$static/fibtest/fibtest" \
+	# shellcheck disable=SC2086
+	"$src/scripts/vmrun" --wait 900 ${shape#* } "$@" --kernel "$kernel" \
+		--file "$static/hwts/hwts" --file "$static/fibtest/fibtest" --file "$static/hwtsctl" \
 		--file "$src/tests/vm/restore_in_guest.sh" \
-		-- /bin/busybox sh /usr/bin/restore_in_guest.sh "$what"
+		-- /bin/busybox sh /usr/bin/restore_in_guest.sh ${what//,/ }
 	rc=$?
 	[ $rc = 0 ] || { echo "FAIL: $what: vmrun exit $rc"; fails=$((fails + 1)); }
 done

@@ -2,7 +2,8 @@
 # Description: run by busybox sh inside a scripts/vmrun guest (tests/vm/restore_guest.sh):
 # the restores this host cannot make happen, each after a kill mid-run. "idle": hwts with
 # real cpuidle states (vmrun --idle-states: acpi_idle, POLL and C1), a state disabled by
-# --per-state, PM QoS held by --mitigate. "cgv2": fibtest --trigger on a v2-only guest,
+# --per-state, PM QoS held by --mitigate. "hwtstamp": hwts --iface's SIOCSHWTSTAMP on qemu's
+# e1000e (vmrun --nic e1000e). "cgv2": fibtest --trigger on a v2-only guest,
 # its group, its cpu controller and the slice sysctl. Prints ok:/FAIL: lines; exit 0 or 1.
 set -u
 fails=0
@@ -56,6 +57,30 @@ idle() {
 	check "no journal left" "" "$(left)"
 }
 
+# --iface: SIOCSHWTSTAMP turns the NIC's stamping on (qemu's e1000e takes it), journaled;
+# with no host reflecting (--peer 10.0.2.2, qemu's user network) the run ends in ERROR
+hwtstamp() {
+	ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0
+	check "e1000e stamping off before" "0 0" "$(hwtsctl eth0)"
+	for sig in KILL INT; do
+		hwts --iface eth0 --peer 10.0.2.2 --duration 20 >/dev/null 2>&1 &
+		pid=$!
+		wait_for '[ "$(hwtsctl eth0)" = "1 1" ]'
+		check "--iface: stamping on during the run" "1 1" "$(hwtsctl eth0)"
+		kill -$sig $pid; wait $pid
+		rc=$?
+		if [ $sig = KILL ]; then
+			sleep 0.5
+			check "after SIGKILL: still on, journaled" "1 1 journal.$pid " "$(hwtsctl eth0) $(left)"
+			hwts --restore-only 2>/dev/null
+			check "--restore-only: exit" 0 $?
+		else
+			check "SIGINT: exit" 128 $rc
+		fi
+		check "$sig: stamping off again, no journal" "0 0 " "$(hwtsctl eth0) $(left)"
+	done
+}
+
 cgv2() {
 	s=/proc/sys/kernel/sched_cfs_bandwidth_slice_us
 	s0=$(cat $s)
@@ -85,6 +110,6 @@ cgv2() {
 	done
 }
 
-"$1"
-echo "restore_in_guest $1: $fails failed"
+for what in "$@"; do "$what"; done
+echo "restore_in_guest $*: $fails failed"
 [ $fails = 0 ]
