@@ -58,7 +58,8 @@ assert 0 <= m["throttled_pct"] <= 100, m
 check_state "--format json"
 
 # --csv: one row per period
-csv=$(mktemp /tmp/krepro-fibtest-csv.XXXXXX)
+csvdir=$(mktemp -d /tmp/krepro-fibtest-csv.XXXXXX)
+csv=$csvdir/samples.csv # a new file: a run replaces no file
 "$prog" --wait 120 --quiet --csv "$csv" >/dev/null
 rows=$(($(wc -l <"$csv") - 1))
 if [ "$rows" -ge 90 ] && head -n 1 "$csv" | grep -q '^window,t_ms,'; then
@@ -66,7 +67,7 @@ if [ "$rows" -ge 90 ] && head -n 1 "$csv" | grep -q '^window,t_ms,'; then
 else
 	echo "not ok: --csv has $rows rows"; fails=$((fails + 1))
 fi
-rm -f "$csv"
+rm -rf "$csvdir"
 
 # SIGINT mid-run (while the slice is raised): restored by the supervisor
 "$prog" --wait 120 --trigger --duration 3 --quiet >/dev/null 2>&1 &

@@ -395,7 +395,7 @@ static int run(const struct kr_opts *o)
 	int64_t dur = (int64_t)(o->duration_s * 1e9), end;
 	int r, tries = 0, n = 0, nwoken = 0, nstolen = 0, npass = 0, nfail = 0;
 	uint64_t skbs = 0, drops = 0;
-	double out_p50 = NAN; /* the slowest window's out p50: the control's worst */
+	double out_p50 = NAN;
 	struct kr_cpus usable;
 	char why[200];
 	pthread_t t;
