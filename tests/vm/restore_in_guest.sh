@@ -17,6 +17,22 @@ wait_for() {
 	return 1
 }
 left() { ls /run/krepro 2>/dev/null | grep -v '^lock$' | tr '\n' ' '; }
+# stop_run PROG SIG PID [CHECK]: SIGKILL leaves the run's journal (CHECK, shell code, runs
+# then), and PROG --restore-only undoes it; another signal is ERROR 128, the run's own undo
+stop_run() {
+	kill -$2 $3; wait $3
+	rc=$?
+	if [ $2 = KILL ]; then
+		check "SIGKILL: exit" 137 $rc
+		sleep 0.5 # the measuring child dies with its supervisor (PR_SET_PDEATHSIG)
+		check "after SIGKILL: journaled" "journal.$3 " "$(left)"
+		eval "${4:-}"
+		$1 --restore-only 2>/dev/null
+		check "--restore-only: exit" 0 $?
+	else
+		check "SIG$2: exit" 128 $rc
+	fi
+}
 
 idle() {
 	d=/sys/devices/system/cpu/cpu1/cpuidle/state1/disable
@@ -25,26 +41,16 @@ idle() {
 	check "cpuidle driver" acpi_idle "$(cat /sys/devices/system/cpu/cpuidle/current_driver)"
 	check "C1 enabled before" 0 "$(cat $d)"
 	q0=$(qos)
-	# SIGKILL while --per-state has C1 disabled: the journal keeps it, --restore-only undoes it
-	hwts --per-state --cpu 1 >/dev/null 2>&1 &
-	pid=$!
-	wait_for '[ "$(cat $d)" = 1 ]'
-	check "--per-state disabled C1" 1 "$(cat $d)"
-	kill -KILL $pid; wait $pid
-	check "SIGKILL: exit" 137 $?
-	sleep 0.5 # the measuring child dies with its supervisor (PR_SET_PDEATHSIG)
-	check "after SIGKILL: C1 still disabled, journaled" "1 journal.$pid " "$(cat $d) $(left)"
-	check "after SIGKILL: PM QoS released with the fd" "$q0" "$(qos)"
-	hwts --restore-only 2>/dev/null
-	check "--restore-only: exit" 0 $?
-	check "--restore-only: C1 enabled, no journal" "0 " "$(cat $d) $(left)"
-	# SIGINT: the run restores it itself, ERROR 128
-	hwts --per-state --cpu 1 >/dev/null 2>&1 &
-	pid=$!
-	wait_for '[ "$(cat $d)" = 1 ]'
-	kill -INT $pid; wait $pid
-	check "SIGINT: exit" 128 $?
-	check "SIGINT: C1 enabled, no journal" "0 " "$(cat $d) $(left)"
+	# --per-state disables C1 (journaled), SIGKILLed and SIGINTed meanwhile
+	for sig in KILL INT; do
+		hwts --per-state --cpu 1 >/dev/null 2>&1 &
+		pid=$!
+		wait_for '[ "$(cat $d)" = 1 ]'
+		check "--per-state disabled C1" 1 "$(cat $d)"
+		# (after SIGKILL: C1 still disabled; PM QoS already released with the fd)
+		stop_run hwts $sig $pid 'check "C1 disabled, PM QoS free" "1 $q0" "$(cat $d) $(qos)"'
+		check "$sig: C1 enabled, no journal" "0 " "$(cat $d) $(left)"
+	done
 	# --mitigate holds PM QoS at 0 for the whole run; SIGKILL: the limit comes back
 	hwts --mitigate >/dev/null 2>&1 &
 	pid=$!
@@ -67,16 +73,7 @@ hwtstamp() {
 		pid=$!
 		wait_for '[ "$(hwtsctl eth0)" = "1 1" ]'
 		check "--iface: stamping on during the run" "1 1" "$(hwtsctl eth0)"
-		kill -$sig $pid; wait $pid
-		rc=$?
-		if [ $sig = KILL ]; then
-			sleep 0.5
-			check "after SIGKILL: still on, journaled" "1 1 journal.$pid " "$(hwtsctl eth0) $(left)"
-			hwts --restore-only 2>/dev/null
-			check "--restore-only: exit" 0 $?
-		else
-			check "SIGINT: exit" 128 $rc
-		fi
+		stop_run hwts $sig $pid 'check "after SIGKILL: still on" "1 1" "$(hwtsctl eth0)"'
 		check "$sig: stamping off again, no journal" "0 0 " "$(hwtsctl eth0) $(left)"
 	done
 }
@@ -94,17 +91,7 @@ cgv2() {
 		g=$(grp)
 		check "--trigger: its group, the slice 1 s" "yes 1000000" "$([ -n "$g" ] && echo yes) $(cat $s)"
 		check "--trigger: limited" yes "$(grep -qv '^max ' "$g/cpu.max" && echo yes)"
-		kill -$sig $pid; wait $pid
-		rc=$?
-		if [ $sig = KILL ]; then
-			check "SIGKILL: exit" 137 $rc
-			sleep 0.5
-			check "after SIGKILL: journaled" "journal.$pid " "$(left)"
-			fibtest --restore-only 2>/dev/null
-			check "--restore-only: exit" 0 $?
-		else
-			check "SIGTERM: exit" 128 $rc
-		fi
+		stop_run fibtest $sig $pid
 		check "$sig: no group, the slice, the root's controllers, no journal" "no $s0 $ctl0 " \
 			"$([ -n "$(grp)" ] && echo yes || echo no) $(cat $s) $(cat /sys/fs/cgroup/cgroup.subtree_control) $(left)"
 	done
