@@ -19,6 +19,8 @@ guest kernels). The CLI converts a `labcheck --json` document:
 """
 import argparse, datetime, hashlib, json, os, re, socket, sys
 
+import krinput
+
 SCHEMA_VERSION = {"major": 4, "minor": 0}
 ORIGIN_RE = re.compile(r"^[a-z0-9_]+$")  # the schema's origin pattern
 STATUS = {"PASS": "PASS", "FAIL": "FAIL", "SKIP": "SKIP", "ERROR": "ERROR"}
@@ -108,8 +110,16 @@ def main():
     ap.add_argument("--origin", default="krepro", help="the CI system's KCIDB origin (default krepro)")
     ap.add_argument("labcheck_json", help="a scripts/labcheck --json FILE document (- for stdin)")
     a = ap.parse_args()
-    with (sys.stdin if a.labcheck_json == "-" else open(a.labcheck_json)) as f:
-        doc = json.load(f)
+    try:  # someone else's document: checked before it is converted
+        if a.labcheck_json == "-":
+            data = sys.stdin.buffer.read(krinput.MAX_BYTES + 1)
+            if len(data) > krinput.MAX_BYTES:
+                raise krinput.BadInput("-", None, f"over {krinput.MAX_BYTES >> 20} MiB")
+            doc = krinput.check(krinput.parse_json(data, "-"), krinput.LABCHECK, "-")
+        else:
+            doc = krinput.load_json(a.labcheck_json, krinput.LABCHECK)
+    except krinput.BadInput as e:
+        krinput.die_on(e, "kcidb")
     try:
         data = from_results(doc.get("results", []), origin=a.origin)
     except ValueError as e:

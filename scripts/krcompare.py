@@ -417,7 +417,7 @@ def stats(runs, metric=None, measurement=None):
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     if measurement:
         vals = [r["measurements"][measurement] for r in runs if r["verdict"] in ("PASS", "FAIL")
-                and measurement in (r.get("measurements") or {})]
+                and (r.get("measurements") or {}).get(measurement) is not None]
     else:
         vals = [r["value"] for r in runs if r["verdict"] in ("PASS", "FAIL") and r.get("value") is not None
                 and (metric is None or r.get("metric") == metric)]
@@ -438,6 +438,8 @@ def judge(a, b, min_change=MIN_CHANGE, min_runs=None):
     if a["n"] < min_runs or b["n"] < min_runs:
         return False, "fewer than %d conclusive runs a side (%d, %d)" % (min_runs, a["n"], b["n"])
     la, lb = a["lkp"], b["lkp"]
+    if not la or not lb:  # a record whose counts and summaries disagree
+        return False, "no trimmed summary of the runs"
     lo, hi = (la, lb) if la["median"] <= lb["median"] else (lb, la)
     if hi["min"] <= lo["max"]:
         return False, "the ranges overlap"
@@ -462,6 +464,8 @@ def direction(cmp):
     lies on), "change" (a program that declares none), or None (not separate)"""
     if not cmp.get("separate") or cmp.get("change_pct") is None:
         return None
+    if not all(s["stats"].get("lkp") for s in cmp["sides"]):
+        return "change"
     worse = (cmp.get("metric") or {}).get("worse")
     if worse not in ("higher", "lower"):
         return "change"
@@ -617,7 +621,7 @@ def table(cmp):
     sa, sb = a["stats"], b["stats"]
     m = cmp["metric"]
     prog = cmp.get("program") or "krepro"
-    chg = cmp["change_pct"]
+    chg = cmp.get("change_pct")
     chg_t = pct_text(chg)
     row = lambda x, c, y, lab: f"{x:>16} {c:>10} {y:>16}  {lab}".rstrip()
     lines = []
@@ -632,7 +636,7 @@ def table(cmp):
               row(counts_text(sa), "", counts_text(sb), "verdicts"),
               row(cell(sa), chg_t, cell(sb), row_name(prog, m["name"], m.get("unit"))),
               row(span(sa), "", span(sb), "min .. max")]
-    shown = [m for m in cmp.get("measurements", []) if m["separate"]][:MAX_ROWS]
+    shown = [m for m in cmp.get("measurements") or [] if m["separate"]][:MAX_ROWS]
     for m in shown:
         c = m["change_pct"]
         lines.append(row(cell(m["stats"][0]), pct_text(c), cell(m["stats"][1]),

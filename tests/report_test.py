@@ -180,7 +180,9 @@ def hostile_program(tmp):
         out = os.path.join(tmp, "hostile-out")
         p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--compare", path],
                            capture_output=True, text=True, timeout=120)
-        check(p.returncode != 0 and "names no krepro program" in p.stderr and not os.path.exists(ran)
+        # the field named, one line (scripts/krinput.py's COMPARE: "program" is a name)
+        check(p.returncode == 128 and "hostile.json: program: " in p.stderr and
+              len(p.stderr.strip().split("\n")) == 1 and not os.path.exists(ran)
               and not os.path.exists(out) and not os.path.exists(os.path.join(tmp, "elsewhere")),
               f"program {prog!r}: exit {p.returncode}, {p.stderr.strip()[-200:]!r}")
 
