@@ -3,7 +3,7 @@
 """Description: scripts/plot's gnuplot scripts, read without gnuplot: fibtest's panel
 shows the quota it was throttled under inside the frame, and apart from throttled %
 (at 100 % throttled and a 0.8-CPU quota, autoscaling put the quota on the frame, and a
-shared scale put both lines at one height); a hostile compare.json's labels, units and
+shared scale put both lines at one height); rt_starve's shades the RT burner's window; a hostile compare.json's labels, units and
 values stay inside gnuplot strings or out of the plot. Exit 0 pass, 1 fail."""
 import os, re, sys, tempfile
 
@@ -32,6 +32,13 @@ with tempfile.TemporaryDirectory() as tmp:
         check(0.05 < q < 0.95 and 0.05 < u < 0.95, f"quota {quota}, usage {usage}: inside the frame ({q:.2f}, {u:.2f})")
         check(abs(q - t) > 0.05, f"quota {quota}: not at the height of 100 % throttled ({q:.2f}, {t:.2f})")
         check("title 'quota (CPUs)'" in g, "the quota is plotted")
+    # rt_starve: the RT burner's window shaded, from the probes of phase 2 (PHASE_IN;
+    # compared with "in", it never was)
+    rows = [{"repeat": "1", "seq": str(i), "sent_ms_from_window_start": "%.3f" % (10 * i - 30),
+             "rtt_ms": "0.300", "phase": "2" if 3 <= i < 8 else "0"} for i in range(12)]
+    g = plot.rt_starve(rows, tmp)
+    check("set object 1 rect from 0.0,graph 0 to 40.0,graph 1" in g,
+          f"rt_starve: the burner window from its in-window probes:\n{g}")
     # someone else's compare.json (issue 42): a label that ends its gnuplot string and
     # starts a command, a value that is text; the script keeps both inside strings
     evil = "good' 1)\nsystem 'id > F'\nset xtics ('x"
