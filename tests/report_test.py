@@ -39,6 +39,10 @@ def check_dir(out, code, real):
     check(js.get("verdict") == word, f"report.json verdict {js.get('verdict')}, exit says {word}")
     verdict = rep.rstrip("\n").split("\n")[-1]
     check(verdict.startswith(f"fibtest: {word}"), f"report.txt verdict line: {verdict!r}")
+    if js.get("verdict_detail"):  # what a short verdict line left out, above it as printed
+        body = " ".join(rep.rstrip("\n").split("\n")[:-1][-4:])
+        check(" ".join(js["verdict_detail"].split()) in " ".join(body.split()),
+              f"report.txt lacks the verdict's detail {js['verdict_detail']!r}")
     check(f"exit code: {code} ({word})" in cmd and "command: " in cmd and "version: fibtest" in cmd,
           f"command.txt: {cmd!r}")
     check("kernel" in read("envinfo.txt"), "envinfo.txt has the kernel")
