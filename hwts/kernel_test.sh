@@ -47,9 +47,13 @@ fi
 # the receiver CPU from idling or kept it busy, or the host's noise made polling blocks
 # late (SKIP 125 "idled", "busy", "left no idle state"); sets rc
 run() {
-	local out=${@: -1}
+	local out=${@: -1} csv="" prev=""
+	for a in "$@"; do # this run's --csv: a run replaces no file, the others' stay
+		[ "$prev" = --csv ] && csv=$a
+		prev=$a
+	done
 	for _ in 1 2 3; do
-		rm -f "$tmp"/*.csv # a run replaces no file
+		[ -n "$csv" ] && rm -f "$csv"
 		# (--quiet: a reason too long for the verdict line is on stderr)
 		"$prog" --wait 120 "${@:1:$#-1}" >"$out" 2>"$out.err"; rc=$?
 		[ $rc = 125 ] && cat "$out" "$out.err" | grep -Eq 'idled|busy|left no idle state' || return 0
