@@ -14,7 +14,10 @@ naming the file (and the field), or 0 where it is still valid; never a traceback
 timeout, a file written outside --out, or a command of the input run (each one
 touches CANARY in the case's directory).
 
-hostile_inputs_test.py [BUILDDIR]   exit 0 pass, 1 fail
+hostile_inputs_test.py [--fuzz SECONDS [--seed N] [--artifacts DIR]] [BUILDDIR]
+  without --fuzz: the cases above and 500 mutations from a fixed seed; with it, new
+  mutations from SEED (random unless given, printed) for SECONDS, each failing input
+  saved under DIR. Exit 0 pass, 1 fail, 128 bad usage.
 """
 import copy, importlib.machinery, importlib.util, json, os, random, resource, shutil, signal, sys
 import tempfile, time, traceback
@@ -529,10 +532,10 @@ def paths(v, pre=()):
 
 
 def fuzz_cases(n, seed=20261207):
+    """N mutations from SEED, one at a time (a fuzz run's many do not fit in memory)"""
     rng = random.Random(seed)
     targets = ["rejudge", "rejudge", "plot-compare", "report-compare", "report-bisect",
                "plot-json", "kcidb", "plot-csv"]
-    cs = []
     for i in range(n):
         t = rng.choice(targets)
         fs = files_of(t, cheap=True)
@@ -561,19 +564,14 @@ def fuzz_cases(n, seed=20261207):
                     b[rng.randrange(len(b))] = rng.randrange(256)
                 body, what = bytes(b), "bytes"
         fs[p] = body
-        cs.append(Case(t, f"fuzz {i} {how} {what}"[:80], fs, p, expect="either"))
-    return cs
-
-
-def main():
-    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
-    cases = fixed_cases() + fuzz_cases(FUZZ)
-    if not shutil.which("gnuplot"):
-        print("hostile_inputs: no gnuplot: scripts/plot's cases left out")
-        cases = [c for c in cases if not c.target.startswith("plot")]
-    for i, c in enumerate(cases):
+        c = Case(t, f"fuzz {i} {how} {what}"[:80], fs, p, expect="either")
         c.idx = i
-    t0 = time.monotonic()
+        yield c
+
+
+def run_cases(cases, build, deadline=None):
+    """every case, JOBS at a time (until DEADLINE, a monotonic time, when one is given):
+    (the cases done, what was left in the scratch directory)"""
     with tempfile.TemporaryDirectory(prefix="krepro-hostile-") as root:
         big = os.path.join(root, "big")
         with open(big, "wb") as f:
@@ -582,11 +580,15 @@ def main():
         resource.setrlimit(resource.RLIMIT_AS, (MEM, MEM))
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
         mods = load_scripts()
-        done, todo, running = [], list(reversed(cases)), {}
-        while todo or running:
-            while todo and len(running) < JOBS:
-                c = todo.pop()
+        done, todo, running = [], iter(cases), {}
+        while True:
+            while len(running) < JOBS and (deadline is None or time.monotonic() < deadline):
+                c = next(todo, None)
+                if c is None:
+                    break
                 running[start(c, root, build, big, mods)] = c
+            if not running:
+                break
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid:
                 done.append(finish(running.pop(pid), os.waitstatus_to_exitcode(status)))
@@ -599,18 +601,61 @@ def main():
                     break
             else:
                 time.sleep(0.002)
-        left = [n for n in os.listdir(root) if n != "big"]
+        return done, [n for n in os.listdir(root) if n != "big"]
+
+
+def main():
+    args = sys.argv[1:]
+    fuzz = seed = artifacts = None
+    while args and args[0].startswith("--"):
+        if args[0] in ("--fuzz", "--seed", "--artifacts") and len(args) > 1:
+            if args[0] == "--artifacts":
+                artifacts = args[1]
+            else:
+                try:
+                    v = int(args[1])
+                except ValueError:
+                    v = -1
+                if v < 0:
+                    print(f"hostile_inputs: {args[0]}: a whole number, not {args[1]!r}")
+                    sys.exit(128)
+                fuzz, seed = (v, seed) if args[0] == "--fuzz" else (fuzz, v)
+            args = args[2:]
+        else:
+            print(__doc__.split("\n\n")[-1].strip())
+            sys.exit(128)
+    build = os.path.abspath(args[0] if args else os.path.join(TOP, "build"))
+    t0 = time.monotonic()
+    if fuzz is None:
+        cases, deadline = fixed_cases() + list(fuzz_cases(FUZZ)), None
+        for i, c in enumerate(cases):
+            c.idx = i
+    else:
+        # the fuzzer (suite fuzz): new mutations each run, from a seed it prints
+        seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+        print(f"hostile_inputs: fuzzing for {fuzz} s from seed {seed}")
+        cases, deadline = fuzz_cases(1 << 30, seed), t0 + fuzz
+    if not shutil.which("gnuplot"):
+        print("hostile_inputs: no gnuplot: scripts/plot's cases left out")
+        cases = (c for c in cases if not c.target.startswith("plot"))
+    done, left = run_cases(cases, build, deadline)
     failed = [c for c in done if c.why]
     for c in failed:
         print(f"FAIL: {c.target}: {c.name}: {'; '.join(c.why)}")
         if c.err:
             print("      stderr: " + c.err.split("\n")[-1][:200])
-    slow = max(done, key=lambda c: c.seconds)
+        if artifacts:  # the input, to replay: --seed SEED, or by hand
+            d = os.path.join(artifacts, f"hostile-{seed}-{c.idx}")
+            for rel, content in c.files.items():
+                write(d, rel, content)
+            print(f"      input: {d}/")
+    slow = max(done, key=lambda c: c.seconds) if done else None
     print(f"hostile_inputs: {len(done)} inputs tried, {len(failed)} failed "
-          f"({time.monotonic() - t0:.0f} s; slowest {slow.seconds:.1f} s: {slow.target} {slow.name})")
+          f"({time.monotonic() - t0:.0f} s" +
+          (f"; slowest {slow.seconds:.1f} s: {slow.target} {slow.name})" if slow else ")"))
     if left:
         print("hostile_inputs: left in the scratch directory: " + " ".join(left))
-    sys.exit(1 if failed or left else 0)
+    sys.exit(1 if failed or left or not done else 0)
 
 
 if __name__ == "__main__":
