@@ -344,6 +344,8 @@ int main(int argc, char **argv)
 		.options = options,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "mm", .kernel_file = "mm/memory.c",
+		.mail_list = "linux-mm@kvack.org",
 	};
 	report = full_report;
 	return kr_main(&prog, &cli, argc, argv);

@@ -615,6 +615,8 @@ int main(int argc, char **argv)
 		.parse = parse,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "iomap", .kernel_file = "fs/iomap/direct-io.c",
+		.mail_list = "linux-fsdevel@vger.kernel.org",
 	};
 	dio_describe = describe;
 	dio_report = report;

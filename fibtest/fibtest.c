@@ -365,6 +365,8 @@ int main(int argc, char **argv)
 		.options = options,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "sched/fair", .kernel_file = "kernel/sched/fair.c",
+		.mail_list = "linux-kernel@vger.kernel.org",
 	};
 	return kr_main(&prog, &cli, argc, argv);
 }

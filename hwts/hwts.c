@@ -1054,6 +1054,8 @@ int main(int argc, char **argv)
 		.parse = parse,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "cpuidle", .kernel_file = "drivers/cpuidle/cpuidle.c",
+		.mail_list = "linux-pm@vger.kernel.org",
 	};
 	static struct kr_prog with_listen;
 

@@ -505,7 +505,8 @@ static void causes(const struct kr_opts *o)
 	irq_time_accounting(kr_kernel_self(), &noirqtime);
 	if (irqta != 1)
 		kr_cause("CONFIG_IRQ_TIME_ACCOUNTING is not set (Debian, most distros): irq "
-			 "time stays in the task's clock (b52bfee445d3, 305e6835e055)");
+			 "time stays in the task's clock (b52bfee445d3, 305e6835e055). A config "
+			 "choice: it concerns whoever builds this kernel, not the scheduler");
 	if (irqta != 0)
 		kr_cause("irq time accounting off at run time (%s)", noirqtime ?
 			 "tsc=noirqtime on the command line" : "tsc=noirqtime, unstable TSC");
@@ -548,6 +549,8 @@ int main(int argc, char **argv)
 		.options = options,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "sched/cputime", .kernel_file = "kernel/sched/cputime.c",
+		.mail_list = "linux-kernel@vger.kernel.org",
 	};
 
 	return kr_main(&prog, &cli, argc, argv);

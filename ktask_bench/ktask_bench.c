@@ -578,6 +578,8 @@ int main(int argc, char **argv)
 		.options = options,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "mm", .kernel_file = "mm/memory.c",
+		.mail_list = "linux-mm@kvack.org",
 	};
 	full.start = full_start;
 	full.pass = full_pass;

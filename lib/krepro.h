@@ -169,6 +169,10 @@ struct kr_cli {
 	 * this run does not rule out, the ones it saw first (the mail form names them in
 	 * its header comment instead) */
 	void (*causes)(const struct kr_opts *o);
+	/* Whom a FAIL concerns (scripts/report's mail, JSON "subsystem"): the subject's
+	 * prefix as the subsystem's commits spell it ("sched/fair"), the kernel file of the
+	 * mechanism (get_maintainer.pl -f, given a tree) and the list MAINTAINERS names */
+	const char *subsystem, *kernel_file, *mail_list;
 };
 
 /* Entry point of the full program: returns the process exit code. */

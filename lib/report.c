@@ -230,6 +230,15 @@ static void report_json(FILE *f, enum kr_verdict v, int code, double value, doub
 	json_object(f, &kr_rep.env);
 	fputs(",\"measurements\":", f);
 	json_object(f, &kr_rep.meas);
+	if (kr_cli() && kr_cli()->subsystem) {
+		fputs(",\"subsystem\":{\"prefix\":", f);
+		json_string(f, kr_cli()->subsystem);
+		fputs(",\"file\":", f);
+		json_string(f, kr_cli()->kernel_file);
+		fputs(",\"list\":", f);
+		json_string(f, kr_cli()->mail_list);
+		fputs("}", f);
+	}
 	fputs(",\"known_causes\":", f);
 	json_array(f, kr_rep.causes, v == KR_FAIL ? kr_rep.ncauses : 0);
 	fputs(",\"text\":", f);

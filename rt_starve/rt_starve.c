@@ -625,6 +625,8 @@ int main(int argc, char **argv)
 		.options = options,
 		.validate = validate,
 		.causes = causes,
+		.subsystem = "softirq", .kernel_file = "kernel/softirq.c",
+		.mail_list = "linux-kernel@vger.kernel.org",
 	};
 	static const char *const knobs[] = { "group:rt_throttling", "group:thread_policies",
 		"sysctl:net.core.netdev_budget", "sysctl:net.core.netdev_budget_usecs",

@@ -76,6 +76,10 @@ def validate_json(out, code, what, ksft=False):
               "reason", "parameters", "environment", "measurements"]:
         check(k in d, f"{what}: JSON lacks '{k}'")
     check(d.get("exit_code") == code, f"{what}: JSON exit_code {d.get('exit_code')} != {code}")
+    # whom a FAIL concerns, for scripts/report's mail (issue 43)
+    sub = d.get("subsystem") or {}
+    check(all(isinstance(sub.get(k), str) and sub[k] for k in ("prefix", "file", "list")),
+          f"{what}: JSON subsystem {sub!r}: prefix, file and list")
     want = ({0: "PASS", 1: "FAIL", 4: "SKIP", 128: "ERROR"} if ksft else
             {0: "PASS", 1: "FAIL", 125: "SKIP", 129: "SKIP", 128: "ERROR"}).get(code)
     check(d.get("verdict") == want, f"{what}: verdict {d.get('verdict')} for exit {code}")

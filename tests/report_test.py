@@ -7,11 +7,14 @@ report_test.py BUILDDIR            the fast path: another run holds the lock (a 
                                    every file, and no mail (ERROR says why) (needs root);
                                    then the mail of a recorded bisect (docs/bisect/rt_starve):
                                    its first bad commit, checks, table, config, commands.
+                                   And a stand-in fibtest's recorded FAIL: the run mail
+                                   (subject, recipients, the kernel, config, compiler and
+                                   machine; text attachments; causes exactly the JSON's).
 report_test.py --kernel BUILDDIR   real fibtest runs: the default one (a mail only if it
-                                   FAILs) and --trigger (a FAIL: the mail, the samples and
-                                   the picture; its causes exactly the JSON's). The report
-                                   is the subject, not the host: a SKIP's directory is
-                                   checked as a SKIP's, --trigger tried up to 3 times.
+                                   FAILs) and --trigger (its FAIL the positive control:
+                                   positive-control.txt, no mail). The report is the
+                                   subject, not the host: a SKIP's directory is checked as
+                                   a SKIP's, --trigger tried up to 3 times.
 Exit 0 pass, 1 fail, 77 skip (meson's convention).
 """
 import fcntl, json, os, re, shutil, subprocess, sys, tempfile
@@ -28,7 +31,7 @@ def report(build, out, args, env=None):
                           capture_output=True, text=True, env=env, timeout=1200)
 
 
-def check_dir(out, code, real):
+def check_dir(out, code, real, trigger=False):
     for f in ["report.txt", "report.json", "command.txt", "envinfo.txt", "fibtest.c"]:
         check(os.path.isfile(os.path.join(out, f)) and os.path.getsize(os.path.join(out, f)),
               f"{f} missing or empty")
@@ -47,6 +50,14 @@ def check_dir(out, code, real):
           f"command.txt: {cmd!r}")
     check("kernel" in read("envinfo.txt"), "envinfo.txt has the kernel")
     check(read("fibtest.c").startswith("// SPDX") and "int main(" in read("fibtest.c"), "the export")
+    if trigger and word in ("PASS", "FAIL"):
+        # a positive control, never a bug mail (issue 43: "works as designed")
+        note = " ".join(read("positive-control.txt").split())
+        check(not mail, f"--trigger {word}: a mail was written")
+        check(("FAIL, as a positive control should" if word == "FAIL" else
+               "the positive control did not FAIL") in note and note.endswith(verdict),
+              f"positive-control.txt: {note!r}")
+        return
     if word != "FAIL":
         check(not mail, f"a {word} run writes no mail")
         note = read("no-mail.txt")
@@ -55,8 +66,21 @@ def check_dir(out, code, real):
         return
     wide = [l for l in mail.split("\n") if len(l) > 72]
     check(not wide, f"mail.txt lines over 72 columns: {wide}")
-    check(mail.startswith(f"Subject: fibtest FAIL on {os.uname().release}: CFS bandwidth"),
-          f"subject: {mail.split(chr(10))[0]!r}")
+    subject = " ".join(mail.split("\nTo:")[0].split())  # a header folded over lines
+    check(subject.startswith(f"Subject: [BUG] sched/fair: fibtest FAILs on {os.uname().release}: "
+                             "CFS bandwidth"), f"subject: {subject!r}")
+    check("\nTo: linux-kernel@vger.kernel.org\n" in mail, "To: the list the program names")
+    # the robot's head: where it ran, before anything else
+    head = mail.split("\n\n", 2)[1] if mail.count("\n\n") >= 2 else ""
+    for k in ("kernel:", "tree:", "config:", "compiler:", "test machine:", "parameters:"):
+        check(re.search(r"^" + k + " +\S", mail, re.M), f"no {k!r} line in the mail's head")
+    check(os.uname().release in mail and "NUMA node" in mail, "the kernel and the machine")
+    check("| Reported-by: " in mail and "| Closes: " in mail, "the tags to fill")
+    att = " ".join(mail.split("Attached: ", 1)[-1].split())
+    check(not any(f in att for f in ("report.json", ".png", ".csv", "command.txt")),
+          f"only text attachments: {att!r}")
+    check(os.path.isfile(os.path.join(out, "config.txt")) == ("config.txt" in att),
+          "config.txt attached when written")
     check("\n" + js.get("verdict_line", "?") + "\n" in mail, "the verdict line is in the mail")
     check(rep.rstrip("\n") in mail, "the report is in the mail, as printed")
     check(re.search(r"^  cc -O2 .*fibtest\.c", mail, re.M), "build line")
@@ -68,15 +92,62 @@ def check_dir(out, code, real):
     listed = re.findall(r"^  - (.*(?:\n    .*)*)", block[1].split("\n\n")[0], re.M) if len(block) > 1 else []
     check([" ".join(c.split()) for c in listed] == [" ".join(c.split()) for c in causes],
           f"the mail's causes {listed} are the JSON's {causes}")
-    # --trigger on a kernel with de53fd7aedb1 (5.4 on): the run rules 512ac999d275 out
-    fixed = tuple(map(int, re.match(r"(\d+)\.(\d+)", os.uname().release).groups())) >= (5, 4)
-    check(("512ac999d275" not in (block[1] if len(block) > 1 else "")) == fixed,
-          "512ac999d275 among the causes only without the fix")
     if real:
         check(os.path.getsize(os.path.join(out, "fibtest.csv")) > 0, "the samples")
         if shutil.which("gnuplot"):
             check(os.path.isfile(os.path.join(out, "fibtest.png")), "the picture")
     print(mail)
+
+
+def standin_fail(build, tmp):
+    """the mail of a default run's FAIL, whatever this host's verdict: a stand-in fibtest
+    (the real one's --help and --version) that reports a recorded FAIL"""
+    fake = os.path.join(tmp, "fakebuild")
+    os.makedirs(os.path.join(fake, "fibtest"))
+    os.symlink(os.path.join(build, "tools"), os.path.join(fake, "tools"))
+    real = os.path.join(build, "fibtest", "fibtest")
+    line = "fibtest: FAIL efficiency=0.708 (limit 0.900) throttled=100%"
+    rep = dict(program="fibtest", version="0.1.0", verdict="FAIL", exit_code=1, reason=None, verdict_line=line, verdict_detail=None,
+               metric={"name": "efficiency", "value": 0.708, "unit": ""}, threshold=0.9,
+               fail_when="below", measurements={"throttled_pct": 100},
+               known_causes=["a recorded cause, for the test"],
+               text=["fibtest (krepro) stand-in", "  window 1: efficiency 0.708"],
+               rule="FAIL when efficiency (usage / quota) <= threshold", parameters={},
+               environment={"CONFIG_CFS_BANDWIDTH": "y"},
+               subsystem={"prefix": "sched/fair", "file": "kernel/sched/fair.c",
+                          "list": "linux-kernel@vger.kernel.org"})
+    with open(os.path.join(fake, "fibtest", "report.json"), "w") as f:
+        json.dump(rep, f)
+    exe = os.path.join(fake, "fibtest", "fibtest")
+    with open(exe, "w") as f:
+        f.write('#!/bin/sh\ncase "$1" in --help|--version) exec %s "$1" ;; esac\n'
+                'cat %s\nexit 1\n' % (real, os.path.join(fake, "fibtest", "report.json")))
+    os.chmod(exe, 0o755)
+    out = os.path.join(tmp, "standin")
+    p = report(fake, out, [])
+    check(p.returncode == 0, f"stand-in FAIL: exit {p.returncode}: {p.stderr[-300:]}")
+    check_dir(out, 1, False)
+    # --kernel-tree: the tree's base commit, and the recipients its get_maintainer.pl names
+    # for the program's kernel file (a stand-in script: what it was asked is recorded)
+    tree = os.path.join(tmp, "linux")
+    os.makedirs(os.path.join(tree, "scripts"))
+    with open(os.path.join(tree, "scripts", "get_maintainer.pl"), "w") as f:
+        f.write('print "Peter Zijlstra <peterz\\@infradead.org>\\n'
+                'linux-kernel\\@vger.kernel.org\\n"; open(A, ">", "asked"); print A "@ARGV";\n')
+    git = ["git", "-C", tree, "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", tree], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "sched/fair: a base commit"], check=True)
+    out = os.path.join(tmp, "standin-tree")
+    p = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--kernel-tree", tree,
+                        "fibtest"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, KREPRO_BUILD=fake))
+    mail = open(os.path.join(out, "mail.txt")).read() if p.returncode == 0 else ""
+    flat = " ".join(mail.split())
+    asked = open(os.path.join(tree, "asked")).read() if os.path.exists(os.path.join(tree, "asked")) else ""
+    check("To: Peter Zijlstra <peterz@infradead.org> Cc: linux-kernel@vger.kernel.org" in flat
+          and '("sched/fair: a base commit")' in flat and asked.endswith("-f kernel/sched/fair.c"),
+          f"--kernel-tree: exit {p.returncode}, asked {asked!r}: {mail[:600]}")
 
 
 def bisect_mail(tmp):
@@ -150,7 +221,7 @@ def main():
                     print(f"NOTE: fibtest --trigger did not FAIL in 3 attempts (load on this "
                           f"machine: {os.getloadavg()[0]:.2f}): the mail of a FAIL is not "
                           "checked here; the report of exit %d is" % code)
-                check_dir(out, code, True)
+                check_dir(out, code, True, trigger="--trigger" in args)
         else:
             rundir = os.path.join(tmp, "run")
             os.makedirs(rundir)
@@ -164,6 +235,7 @@ def main():
             if os.path.isfile(os.path.join(TOP, "docs", "bisect", "rt_starve", "result.json")):
                 bisect_mail(tmp)
             hostile_program(tmp)
+            standin_fail(build, tmp)
     finish()
 
 
