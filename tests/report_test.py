@@ -50,6 +50,11 @@ def check_dir(out, code, real, trigger=False):
           f"command.txt: {cmd!r}")
     check("kernel" in read("envinfo.txt"), "envinfo.txt has the kernel")
     check(read("fibtest.c").startswith("// SPDX") and "int main(" in read("fibtest.c"), "the export")
+    # every run's figure (--runs, default 5): runs.json, and the table atop report.txt
+    runs = json.loads(read("runs.json") or "[]")
+    check(len(runs) == 5 and all(r.get("verdict") in ("PASS", "FAIL", "SKIP", "ERROR") for r in runs),
+          f"runs.json: {len(runs)} runs")
+    check(rep.startswith("5 runs of fibtest") and f"runs: 5: " in cmd, "report.txt: the runs on top")
     if trigger and word in ("PASS", "FAIL"):
         # a positive control, never a bug mail (issue 43: "works as designed")
         note = " ".join(read("positive-control.txt").split())
@@ -76,13 +81,16 @@ def check_dir(out, code, real, trigger=False):
         check(re.search(r"^" + k + " +\S", mail, re.M), f"no {k!r} line in the mail's head")
     check(os.uname().release in mail and "NUMA node" in mail, "the kernel and the machine")
     check("| Reported-by: " in mail and "| Closes: " in mail, "the tags to fill")
+    check(re.search(r"^  efficiency: median 0\.708, min 0\.708, max 0\.708 over 5 runs; FAIL 5/5",
+                    mail, re.M), "the spread of the runs")
     att = " ".join(mail.split("Attached: ", 1)[-1].split())
     check(not any(f in att for f in ("report.json", ".png", ".csv", "command.txt")),
           f"only text attachments: {att!r}")
     check(os.path.isfile(os.path.join(out, "config.txt")) == ("config.txt" in att),
           "config.txt attached when written")
     check("\n" + js.get("verdict_line", "?") + "\n" in mail, "the verdict line is in the mail")
-    check(rep.rstrip("\n") in mail, "the report is in the mail, as printed")
+    shown = rep.split("\n\n", 1)[1] if rep.startswith("5 runs of") else rep  # the runs table: attached
+    check(shown.rstrip("\n") in mail, "the report is in the mail, as printed")
     check(re.search(r"^  cc -O2 .*fibtest\.c", mail, re.M), "build line")
     check(re.search(r"^  sudo \./fibtest", mail, re.M), "run line")
     check(" ".join(("How it decides: " + js.get("rule", "?")).split()) in " ".join(mail.split()), "the rule")
@@ -197,6 +205,11 @@ def main():
         out = os.path.join(tmp, "out")
         bad = report(build, out, ["--format", "json"])
         check(bad.returncode == 128 and not os.path.exists(out), "--format json is refused")
+        for n in ("0", "x", "100"):
+            bad = subprocess.run([os.path.join(TOP, "scripts", "report"), "--out", out, "--runs", n,
+                                  "fibtest"], capture_output=True, text=True, timeout=60)
+            check(bad.returncode == 128 and "--runs" in bad.stderr and not os.path.exists(out),
+                  f"--runs {n} is refused: {bad.returncode}")
         if real:
             # the subject is the report directory, not the host's verdict: a SKIP (a loaded
             # machine: steal, inconclusive) is a report too and is checked as one; --trigger
