@@ -164,6 +164,24 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The 2 MiB pages the region needs: on NUMA, each part's on its node, where cycle()
+ * binds it (a global count spreads them evenly: a node short of its part's pages, and
+ * the fault fails with EFAULT, 2 nodes of a TCG guest); fallocate's file is not bound */
+static int reserve_hugetlb(void)
+{
+	if (!numa_ok || job.nparts < 2 || job.method == M_FALLOCATE)
+		return kr_hugetlb_reserve(job.size / HPAGE);
+	uint64_t b = 0;
+
+	for (int p = 0; p < job.nparts; p++) {
+		uint64_t e = job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
+		if (kr_hugetlb_reserve_node(job.node[p], (e - b + HPAGE - 1) / HPAGE) < 0)
+			return -1;
+		b = e;
+	}
+	return 0;
+}
+
 /* One pass of n workers, first start to last end: seconds, or -1 with errno */
 static double run_pass(bool clear, int n)
 {
@@ -251,7 +269,7 @@ static int kind_vote(int k, const struct kr_opts *o, double left, enum kr_verdic
 	int r, i, n = points[vp], judged = 0;
 	int64_t start = kr_now_ns(), last = 0;
 
-	if (k == K_HUGETLB && kr_hugetlb_reserve(job.size / HPAGE) < 0)
+	if (k == K_HUGETLB && reserve_hugetlb() < 0)
 		return errno != ENOMEM ? kr_error("vm.nr_hugepages: %s", strerror(errno)) :
 		       kr_skip(KR_EXIT_SKIP_MACHINE, "cannot reserve the 2 MiB pages "
 			       "(memory fragmented)");

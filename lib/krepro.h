@@ -403,6 +403,10 @@ long long kr_proc_kb(const char *path, const char *key);
  * run, on a signal, after a crash; 0, or -1 with errno (ENOMEM: the pool could not grow
  * that far, memory fragmented). npages 0: gives the pool back (each node's count). */
 int kr_hugetlb_reserve(uint64_t npages);
+/* The same on one NUMA node (its own nr_hugepages), for memory bound to that node: the
+ * global count spreads pages evenly, not as a bound region needs them. Journaled and
+ * given back as kr_hugetlb_reserve's (kr_hugetlb_reserve(0) gives back every node). */
+int kr_hugetlb_reserve_node(int node, uint64_t npages);
 /* Seconds per GiB for one thread to fault in fresh anonymous memory (THP where huge,
  * else 4 KiB pages) and rep stosb over it: the faster of two warm passes over 32 MiB.
  * Under TCG 10-50x the host's. NAN when it cannot map. */

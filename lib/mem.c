@@ -121,6 +121,28 @@ int kr_hugetlb_reserve(uint64_t npages)
 	}
 }
 
+int kr_hugetlb_reserve_node(int node, uint64_t npages)
+{
+	char nr_path[512], free_path[512], val[32];
+	uint64_t nr = 0, got = 0;
+
+	snprintf(nr_path, sizeof(nr_path), "%s/devices/system/node/node%d/hugepages/"
+		 "hugepages-2048kB/nr_hugepages", kr_sysfs, node);
+	snprintf(free_path, sizeof(free_path), "%s/devices/system/node/node%d/hugepages/"
+		 "hugepages-2048kB/free_hugepages", kr_sysfs, node);
+	for (int i = 0;; i++) {
+		if (kr_read_u64(nr_path, &nr) < 0 || kr_read_u64(free_path, &got) < 0)
+			return -1;
+		if (got >= npages)
+			return 0;
+		if (i)
+			return errno = ENOMEM, -1;
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)(nr + npages - got));
+		if ((!saved.gl_pathc && save() < 0) || kr_write_file(nr_path, val) < 0)
+			return -1;
+	}
+}
+
 double kr_clear_s_per_gib(bool huge)
 {
 	const size_t n = 32ULL << 20;

@@ -3,8 +3,9 @@
  * Description: lib/mem.c's hugetlb pool against a sysfs tree of plain files in a temp
  * dir: the pool grows through the global count and comes back node by node, each node
  * to the count it had (a DPDK or KVM host sets them per node), by the journal and by the
- * give-back (npages 0). The test plays the kernel's part: after the global write it
- * spreads the new pages over the nodes as the kernel does (interleaved).
+ * give-back (npages 0); or grows on each node by what memory bound there needs. The test
+ * plays the kernel's part: after the global write it spreads the new pages over the
+ * nodes as the kernel does (interleaved).
  */
 #include "krepro.h"
 #include "internal.h"
@@ -138,6 +139,36 @@ static void test_enough_free_changes_nothing(void **state)
 	assert_string_equal(get(NODE(0)), "3");
 }
 
+/* memory bound to each node (ktask_bench on NUMA): each node's own count grows by what
+ * its part needs beyond its free pages, and comes back to what it was, as above (a TCG
+ * guest of 2 nodes: the global count gave 20 and 20 where the parts needed 16 and 24,
+ * and the bound fault on node 1 failed with EFAULT) */
+static void test_per_node_reserve(void **state)
+{
+	char free_path[128];
+
+	(void)state;
+	tree(2, (const char *const[]){ "0", "3" }, "3");
+	for (int n = 0; n < 2; n++) { /* every page of a node free, as the kernel's after it grew */
+		snprintf(free_path, sizeof(free_path), "devices/system/node/node%d/hugepages/"
+			 "hugepages-2048kB/free_hugepages", n);
+		assert_int_equal(symlink("nr_hugepages", path(free_path)), 0);
+	}
+	assert_int_equal(kr_hugetlb_reserve_node(0, 16), 0);
+	assert_int_equal(kr_hugetlb_reserve_node(1, 24), 0);
+	assert_string_equal(get(NODE(0)), "16");
+	assert_string_equal(get(NODE(1)), "24");
+	assert_int_equal(kr_hugetlb_reserve_node(1, 2), 0); /* free enough: unchanged */
+	assert_string_equal(get(NODE(1)), "24");
+	assert_int_equal(kr_journal_restore(), 0);
+	assert_string_equal(get(NODE(0)), "0");
+	assert_string_equal(get(NODE(1)), "3");
+	assert_int_equal(kr_hugetlb_reserve_node(0, 4), 0);
+	assert_int_equal(kr_hugetlb_reserve(0), 0); /* the give-back: every node */
+	assert_string_equal(get(NODE(0)), "0");
+	assert_int_equal(kr_hugetlb_reserve_node(7, 1), -1); /* no such node */
+}
+
 static int setup(void **state)
 {
 	char rundir[700];
@@ -166,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_nodes_restored_by_the_journal),
 		cmocka_unit_test(test_nodes_restored_by_the_give_back),
 		cmocka_unit_test(test_global_without_nodes),
+		cmocka_unit_test(test_per_node_reserve),
 		cmocka_unit_test(test_enough_free_changes_nothing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -73,6 +73,10 @@ run "--taskset all offline" 128 --kernel "$kernel" --cpus 4 --offline 2-3 --task
 run "--nvme without a disk" 128 --kernel "$kernel" --nvme --disk-size 0 -- "$fibtest"
 run "--possible-cpus below --cpus" 128 --kernel "$kernel" --cpus 4 --possible-cpus 2 -- "$fibtest"
 run "--tcg-thread neither" 128 --kernel "$kernel" --tcg-thread many -- "$fibtest"
+run "--numa 1" 128 --kernel "$kernel" --numa 1 -- "$fibtest"
+run "--numa beyond --cpus" 128 --kernel "$kernel" --cpus 2 --numa 3 -- "$fibtest"
+run "--numa: under 128 MiB a node" 128 --kernel "$kernel" --cpus 4 --mem 256 --numa 4 -- "$fibtest"
+run "--numa-memory-node without --numa" 128 --kernel "$kernel" --numa-memory-node -- "$fibtest"
 # the big-host shape's options reach qemu and the kernel (a stand-in qemu records its
 # arguments and exits: no boot)
 fq=$(mktemp -d)
@@ -84,6 +88,14 @@ run "--cpus 64 --possible-cpus 128 --tcg-thread single: qemu exits, 125" 125 --a
 grep -q -- "-smp 64 " "$fq/args" && grep -q "possible_cpus=128" "$fq/args" &&
 	grep -q -- "-accel tcg,thread=single" "$fq/args" &&
 	ok "qemu got -smp 64, possible_cpus=128, thread=single" || bad "qemu arguments: $(cat "$fq/args")"
+# the NUMA shape: a RAM backend per node, the CPUs split in order, a memory-only node
+: >"$fq/args"
+run "--numa 2 --numa-memory-node: qemu exits, 125" 125 --accel tcg --boot-retries 0 --cpus 3 \
+	--mem 1500 --numa 2 --numa-memory-node --kernel "$kernel" --qemu "$fq/qemu" -- "$fibtest"
+grep -q -- "-m 1500 -object memory-backend-ram,id=m0,size=500M -numa node,nodeid=0,memdev=m0,cpus=0-1 \
+-object memory-backend-ram,id=m1,size=500M -numa node,nodeid=1,memdev=m1,cpus=2-2 \
+-object memory-backend-ram,id=m2,size=500M -numa node,nodeid=2,memdev=m2 " "$fq/args" &&
+	ok "qemu got 3 nodes: CPUs 0-1, 2, none; 500 MiB each" || bad "qemu NUMA arguments: $(cat "$fq/args")"
 rm -rf "$fq"
 
 # qemu+KVM that hangs silently (as on some hosts): vmrun gives up on KVM after --kvm-silence,
