@@ -164,6 +164,12 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* the byte where NUMA part p of the region ends */
+static uint64_t part_end(int p)
+{
+	return job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
+}
+
 /* The 2 MiB pages the region needs: on NUMA, each part's on its node, where cycle()
  * binds it (a global count spreads them evenly: a node short of its part's pages, and
  * the fault fails with EFAULT, 2 nodes of a TCG guest); fallocate's file is not bound */
@@ -173,12 +179,9 @@ static int reserve_hugetlb(void)
 		return kr_hugetlb_reserve(job.size / HPAGE);
 	uint64_t b = 0;
 
-	for (int p = 0; p < job.nparts; p++) {
-		uint64_t e = job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
-		if (kr_hugetlb_reserve_node(job.node[p], (e - b + HPAGE - 1) / HPAGE) < 0)
+	for (int p = 0; p < job.nparts; b = part_end(p++))
+		if (kr_hugetlb_reserve_node(job.node[p], (part_end(p) - b + HPAGE - 1) / HPAGE) < 0)
 			return -1;
-		b = e;
-	}
 	return 0;
 }
 
@@ -233,11 +236,8 @@ static int cycle(int k, int n)
 	if (job.map == MAP_FAILED || (k != K_HUGETLB && madvise(job.base, job.size,
 	    k == K_THP ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0))
 		return kr_error("cannot map %s pages: %s", kind_names[k], strerror(errno));
-	for (int p = 0; numa_ok && !fa && p < job.nparts; p++) { /* each part on its node */
-		uint64_t e = job.end[p] * job.chunk < job.size ? job.end[p] * job.chunk : job.size;
-		numa_tonode_memory(job.base + b, (size_t)(e - b), job.node[p]);
-		b = e;
-	}
+	for (int p = 0; numa_ok && !fa && p < job.nparts; b = part_end(p++)) /* each on its node */
+		numa_tonode_memory(job.base + b, (size_t)(part_end(p) - b), job.node[p]);
 	if ((job.t[0] = run_pass(true, n)) < 0)
 		return kr_error("clearing %s pages: %s", kind_names[k], strerror(errno));
 	job.huge = k != K_THP ? 1 : kr_proc_kb("/proc/self/smaps_rollup", "AnonHugePages") *

@@ -45,6 +45,8 @@ long long kr_proc_kb(const char *path, const char *key)
 
 const char *kr_sysfs = "/sys"; /* tests point it at a tree of their own (internal.h) */
 #define POOL "/kernel/mm/hugepages/hugepages-2048kB/" /* KR_HPAGE_POOL under kr_sysfs */
+/* a node's 2 MiB pool under kr_sysfs: the printf format of its files (%s kr_sysfs, %d node) */
+#define NODE_POOL "%s/devices/system/node/node%d/hugepages/hugepages-2048kB/"
 
 /* a file of the 2 MiB pool: its path, or its number (0 if unreadable) */
 static const char *pool_path(const char *file)
@@ -89,7 +91,7 @@ static int save(void)
 	char pat[512];
 
 	snprintf(pat, sizeof(pat), "%s/devices/system/node/node[0-9]*/hugepages/"
-		 "hugepages-2048kB/nr_hugepages", kr_sysfs);
+		 "hugepages-2048kB/nr_hugepages", kr_sysfs); /* NODE_POOL's, every node */
 	if (glob(pat, 0, NULL, &saved) && glob(pool_path("nr_hugepages"), 0, NULL, &saved))
 		return errno = ENOENT, -1;
 	if (!(was = calloc(saved.gl_pathc, sizeof(*was))))
@@ -126,10 +128,8 @@ int kr_hugetlb_reserve_node(int node, uint64_t npages)
 	char nr_path[512], free_path[512], val[32];
 	uint64_t nr = 0, got = 0;
 
-	snprintf(nr_path, sizeof(nr_path), "%s/devices/system/node/node%d/hugepages/"
-		 "hugepages-2048kB/nr_hugepages", kr_sysfs, node);
-	snprintf(free_path, sizeof(free_path), "%s/devices/system/node/node%d/hugepages/"
-		 "hugepages-2048kB/free_hugepages", kr_sysfs, node);
+	snprintf(nr_path, sizeof(nr_path), NODE_POOL "nr_hugepages", kr_sysfs, node);
+	snprintf(free_path, sizeof(free_path), NODE_POOL "free_hugepages", kr_sysfs, node);
 	for (int i = 0;; i++) {
 		if (kr_read_u64(nr_path, &nr) < 0 || kr_read_u64(free_path, &got) < 0)
 			return -1;

@@ -12,7 +12,7 @@ A schema is a dict (an object: its keys, opt(KEY) where one may be missing; othe
 keys are not read, so not checked), or a checker f(value, field): TEXT, LINES, NUM, INT,
 BOOL, NAME, HEX, WORD, maybe(S) (S or null), items(S, most, least), mapping(S, most),
 one_of(...), any_of(...), number(lo, hi), text(most, pattern, lines)."""
-import errno, json, math, os, re, stat
+import errno, json, math, os, re, stat, sys
 
 MAX_BYTES = 16 << 20  # every input: the largest recorded (a compare, 2 x 10 runs) is 40 KB
 MAX_DEPTH = 32        # compare.json nests 6 deep
@@ -363,9 +363,10 @@ RESULT = {
 
 def die_on(e, who):
     """BAD (a BadInput): its one line, as WHO's, and exit 128"""
-    import sys
     print(f"{who}: {e}", file=sys.stderr)
     sys.exit(128)
+
+
 # the runs of a compare, for a reader that computes the rest again (compare --rejudge)
 # or reads only the runs (plot): a record from before the statistics it would not read
 def _without(schema, *names):

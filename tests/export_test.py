@@ -26,7 +26,7 @@ CEILING = {
     "rt_starve": (1518, 50187),
     "dio_kworker": (1535, 50450),
     "hwts": (1228, 40518),
-    "ktask_bench": (1195, 40148),
+    "ktask_bench": (1194, 40131),
     "irqacct": (1445, 46439),
     "clear_pages": (962, 31844),
 }
