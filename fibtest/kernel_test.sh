@@ -28,15 +28,29 @@ check_state() { # $1: what just happened
 		echo "ok: state restored after $1"
 	fi
 }
+errf=$(mktemp /tmp/krepro-fibtest-err.XXXXXX)
+trap 'rm -f "$errf"' EXIT
+settled() { # run fibtest ARGS (stdout in $out, stderr in $err, exit in $rc), again
+	local try # while inconclusive
+	for try in 1 2 3; do
+		out=$("$prog" --wait 120 "$@" 2>"$errf"); rc=$?
+		err=$(cat "$errf")
+		# SKIP 125 "inconclusive": host steal or too few decisive windows, the
+		# machine's noise, not a verdict; the test judges a settled run
+		[ "$rc" = 125 ] && grep -q inconclusive <<<"$out$err" || return 0
+		echo "(run $try: $(grep -m1 -o 'inconclusive.*' <<<"$out$err"); again)"
+	done
+}
 expect() { # expect CODE WHAT ARGS...
-	local want=$1 what=$2 out rc
+	local want=$1 what=$2
 	shift 2
-	out=$("$prog" --wait 120 "$@" 2>&1); rc=$?
+	settled "$@"
 	if [ "$rc" != "$want" ]; then
-		echo "not ok: $what: exit $rc, expected $want"; echo "$out" | sed 's/^/    /'
+		echo "not ok: $what: exit $rc, expected $want"
+		printf '%s\n%s\n' "$out" "$err" | sed 's/^/    /'
 		fails=$((fails + 1))
 	else
-		echo "ok: $what: $(echo "$out" | tail -n 1)"
+		echo "ok: $what: $(printf '%s\n%s\n' "$out" "$err" | grep . | tail -n 1)"
 	fi
 	check_state "$what"
 }
@@ -47,14 +61,15 @@ expect 128 "bad --quota is a usage error" --quota 0
 expect 128 "bad --workload is a usage error" --workload nope
 
 # JSON parses and carries the figures
-if "$prog" --wait 120 --format json | python3 -c '
+settled --format json
+if python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 m = d["measurements"]
 assert d["program"] == "fibtest" and d["verdict"] == "PASS", d["verdict"]
 assert d["metric"]["name"] == "efficiency" and d["metric"]["value"] > 0.9, d["metric"]
 assert 0 <= m["throttled_pct"] <= 100, m
-'; then echo "ok: --format json parses"; else echo "not ok: --format json"; fails=$((fails + 1)); fi
+' <<<"$out"; then echo "ok: --format json parses"; else echo "not ok: --format json"; fails=$((fails + 1)); fi
 check_state "--format json"
 
 # --csv: one row per period
