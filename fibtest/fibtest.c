@@ -84,42 +84,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int cg_set(const char *file, int64_t a, int64_t b)
-{
-	char path[400], v[64];
-
-	snprintf(path, sizeof(path), "%s/%s", group, file);
-	snprintf(v, sizeof(v), b ? "%lld %lld" : "%lld", (long long)a, (long long)b);
-	return kr_write_file(path, v);
-}
-
-/* the group: v2 with cpu enabled at the root, or in the v1 cpu hierarchy */
-static int setup_group(void)
-{
-	struct kr_cgroups cg;
-	char path[400], busy[64];
-	long long q = cfg.quota_ns / 1000, p = cfg.period_ns / 1000;
-
-	if (kr_cgroups_find(&cg) < 0 || (!cg.v2_cpu && !*cg.v1_cpu))
-		return kr_skip(125, "no cpu controller in cgroup v1 or v2");
-	snprintf(group, sizeof(group), "%.250s/krepro-fibtest-%d", cg.v2_cpu ? cg.v2 : cg.v1_cpu,
-		 (int)getpid());
-	/* a container's cgroup namespace root (it has a cgroup.type, the real root has not)
-	 * with processes in it cannot pass cpu down */
-	snprintf(path, sizeof(path), "%s/cgroup.type", cg.v2);
-	bool ns_root = cg.v2_cpu && access(path, F_OK) == 0;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cg.v2);
-	if (ns_root && (kr_read_file(path, busy, sizeof(busy)) > 0 || errno == EFBIG))
-		return kr_skip(129, "processes in cgroup %s (a container?)", cg.v2);
-	/* the largest weight: other load must not look like lost quota */
-	if ((cg.v2_cpu && kr_cgroup_enable(cg.v2, "cpu")) || kr_cgroup_create(group) ||
-	    (cg.v2_cpu ? cg_set("cpu.weight", 10000, 0) || cg_set("cpu.max", q, p)
-		       : cg_set("cpu.shares", 262144, 0) || cg_set("cpu.cfs_period_us", p, 0) ||
-			 cg_set("cpu.cfs_quota_us", q, 0)))
-		return kr_error("cannot make %s: %s", group, strerror(errno));
-	return 0;
-}
-
 /* the workload: a child in the group, its threads pinned across the CPUs, until killed */
 static int start_workload(const struct kr_cpus *cpus)
 {
@@ -228,7 +192,8 @@ static int run(const struct kr_opts *o)
 		  (long long)cfg.quota_ns / 1000, (long long)cfg.period_ns / 1000,
 		  (long long)cfg.warmup_ns / MS, o->duration_s, o->repeat,
 		  cfg.slice_us ? cfg.slice_us : (long)slice);
-	if ((r = setup_group()))
+	if ((r = kr_cpu_group(group, sizeof(group), "fibtest", cfg.quota_ns / 1000,
+			      cfg.period_ns / 1000)))
 		return r;
 	snprintf(list, sizeof(list), "%ld", cfg.slice_us);
 	if (cfg.slice_us && kr_journal_write(SLICE, list))

@@ -161,6 +161,43 @@ int kr_cgroup_attach_pid(const char *path, pid_t pid)
 	return write_id(path, "cgroup.procs", pid);
 }
 
+static int group_set(const char *group, const char *file, long long a, long long b)
+{
+	char path[600], v[64];
+
+	snprintf(path, sizeof(path), "%s/%s", group, file);
+	snprintf(v, sizeof(v), b ? "%lld %lld" : "%lld", a, b);
+	return kr_write_file(path, v);
+}
+
+int kr_cpu_group(char *group, size_t len, const char *name, long long quota_us,
+		 long long period_us)
+{
+	struct kr_cgroups cg;
+	char path[600], busy[64];
+
+	if (kr_cgroups_find(&cg) < 0 || (!cg.v2_cpu && !*cg.v1_cpu))
+		return kr_skip(125, "no cpu controller in cgroup v1 or v2");
+	snprintf(group, len, "%.250s/krepro-%s-%d", cg.v2_cpu ? cg.v2 : cg.v1_cpu, name,
+		 (int)getpid());
+	/* a container's cgroup namespace root (it has a cgroup.type, the real root has not)
+	 * with processes in it cannot pass cpu down */
+	snprintf(path, sizeof(path), "%s/cgroup.type", cg.v2);
+	bool ns_root = cg.v2_cpu && access(path, F_OK) == 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg.v2);
+	if (ns_root && (kr_read_file(path, busy, sizeof(busy)) > 0 || errno == EFBIG))
+		return kr_skip(129, "processes in cgroup %s (a container?)", cg.v2);
+	/* the largest weight: other load must not look like lost quota */
+	if ((cg.v2_cpu && kr_cgroup_enable(cg.v2, "cpu")) || kr_cgroup_create(group) ||
+	    (cg.v2_cpu ? group_set(group, "cpu.weight", 10000, 0) ||
+			 group_set(group, "cpu.max", quota_us, period_us)
+		       : group_set(group, "cpu.shares", 262144, 0) ||
+			 group_set(group, "cpu.cfs_period_us", period_us, 0) ||
+			 group_set(group, "cpu.cfs_quota_us", quota_us, 0)))
+		return kr_error("cannot make %s: %s", group, strerror(errno));
+	return 0;
+}
+
 /* ---- may this process run SCHED_FIFO threads? ---- */
 
 static void *rt_probe(void *arg)

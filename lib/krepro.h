@@ -561,6 +561,12 @@ int kr_cgroup_remove(const char *path);
 /* move a thread into a group (v1: "tasks"; v2: "cgroup.threads", threaded groups only) */
 int kr_cgroup_attach_tid(const char *path, pid_t tid);
 int kr_cgroup_attach_pid(const char *path, pid_t pid);
+/* A group with a CPU quota for a run, krepro-NAME-PID (journaled): under v2 when its root
+ * has (or is given, journaled) the cpu controller, else in the v1 cpu hierarchy; the
+ * largest weight, quota_us per period_us. 0, or the run's exit: SKIP 125 without a cpu
+ * controller, SKIP 129 in a container's cgroup root that holds processes, ERROR. */
+int kr_cpu_group(char *group, size_t len, const char *name, long long quota_us,
+		 long long period_us);
 
 /* ---- may this process run SCHED_FIFO threads? ----
  * kr_rt_check starts a SCHED_FIFO prio thread that exits at once. 0: it can. Else an
