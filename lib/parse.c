@@ -86,7 +86,7 @@ int kr_parse_duration_ns(const char *opt, const char *s, const char *default_uni
 	if (!mul || v * (double)mul < (double)min_ns || v * (double)mul > (double)max_ns) {
 		format_duration_ns(min_ns, lo, sizeof(lo));
 		format_duration_ns(max_ns, hi, sizeof(hi));
-		return kr_usage_error("%s: '%s': want %s..%s (ns, us, ms, s; bare: %s)", opt,
+		return kr_usage_error("%s: '%s': want %s..%s (ns us ms s; bare %s)", opt,
 				      s ? s : "", lo, hi, default_unit);
 	}
 	*out = (int64_t)llround(v * (double)mul);
