@@ -4,7 +4,7 @@ as it found it. Used by tests/contract.py and scripts/labcheck."""
 import glob, os, re
 
 PROGRAMS = ["fibtest", "rt_starve", "dio_kworker", "hwts", "ktask_bench", "irqacct",
-            "clear_pages"]
+            "clear_pages", "throttle_lock"]
 SYSCTLS = ["kernel/sched_cfs_bandwidth_slice_us", "kernel/sched_rt_runtime_us",
            "kernel/sched_rt_period_us", "vm/nr_hugepages", "vm/nr_overcommit_hugepages"]
 

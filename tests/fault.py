@@ -30,8 +30,7 @@ import benchlock  # noqa: E402
 
 BENCH_LOCK = benchlock.BENCH_LOCK
 RUNDIR = "/run/krepro"
-PROGRAMS = ["fibtest", "rt_starve", "dio_kworker", "hwts", "ktask_bench", "irqacct",
-            "clear_pages"]
+PROGRAMS = krstate.PROGRAMS
 SYSCTL_DIRS = ["/proc/sys/kernel", "/proc/sys/vm", "/proc/sys/net/core"]
 # values that change by themselves (found again at start-up by reading twice)
 VOLATILE = re.compile(r"/(random|ns_last_pid|stat_refresh|drop_caches|compact_memory|"

@@ -90,6 +90,7 @@ CSVS = {
     "irqacct": csv_of(IRQ, [(ph, rate, probe, "1.0000", *["%.3f" % (rate / 1000 + k) for k in range(12)])
                             for ph, rate, probe in (("baseline", 0, 1), ("busy", 15000, 1),
                                                     ("busy-low", 15000, 1), ("idle-low", 15000, 0))]),
+    "throttle_lock": csv_of("t_ms,wait_us", [("%.3f" % i, "%.1f" % (6 + i % 90)) for i in range(40)]),
 }
 
 INPUT = {"report-compare": "cmp.json", "rejudge": "cmp.json", "plot-compare": "cmp.json",
@@ -442,6 +443,7 @@ def csv_cases():
     bad("irqacct: phase with a space", CSVS["irqacct"].replace("\nbusy,", "\nbusy x,", 1))
     bad("irqacct: probe 'yes'", CSVS["irqacct"].replace(",15000,1,", ",15000,yes,", 1))
     bad("clear_pages: kernel_s 'x'", CSVS["clear_pages"].replace(",0.100000,", ",x,", 1))
+    bad("throttle_lock: wait_us -inf", CSVS["throttle_lock"].replace(",6.0\n", ",-inf\n", 1))
     bad("extra columns", fib.replace("\n1,", "\n1,2,3,", 1).replace("quota_cpus", "quota_cpus,x", 1),
         "either")
     for f in FAULTS:

@@ -27,7 +27,7 @@ from checks import FAILS, check, finish  # noqa: E402
 # short runs: the defaults of seven programs take ~35 s; --wait queues behind another run
 SHORT_ARGS = {"fibtest": "", "rt_starve": "", "dio_kworker": "--duration 1",
               "hwts": "--duration 2", "ktask_bench": "--duration 3", "irqacct": "--duration 2",
-              "clear_pages": "--duration 3"}
+              "clear_pages": "--duration 3", "throttle_lock": "--duration 1"}
 RESULT = re.compile(r"^(ok|not ok) (\d+) selftests: krepro: (\S+)(.*)$")
 INNER = re.compile(r"^# (ok|not ok) 1 (\S+)( # SKIP \S.*| # error: .*)?$")
 

@@ -19,7 +19,9 @@ import json, os, re, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 from checks import check, finish  # noqa: E402
+from krstate import PROGRAMS  # noqa: E402
 
 # suites whose tests run programs for real or time something: alone, always
 ALONE = {"kernel", "kernel-full", "fault", "valgrind", "soak", "soak-10", "bisect", "fuzz"}
@@ -78,9 +80,7 @@ def main():
                   "declares no timeout (meson's default 30 s)")
     check(n > 20, f"only {n} test() calls found: the parser is broken")
     intro = json.load(open(os.path.join(build, "meson-info", "intro-tests.json")))
-    progs = {os.path.realpath(os.path.join(build, p, p)) for p in
-             ("fibtest", "rt_starve", "dio_kworker", "hwts", "ktask_bench", "irqacct",
-              "clear_pages")}
+    progs = {os.path.realpath(os.path.join(build, p, p)) for p in PROGRAMS}
     # 2. alone: by suite, or given a program to run
     for t in intro:
         suites = {s.split(":")[-1] for s in t["suite"]}
