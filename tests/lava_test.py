@@ -223,6 +223,9 @@ def run(build):
         print("--- the programs' output as LAVA logged it (target lines)")
         print("\n".join(l for l in target if l.startswith(("krepro", *PROGRAMS)) or ": PASS" in l
                         or ": FAIL" in l or ": SKIP" in l or ": ERROR" in l))
+        if p.returncode:  # the console's end: where a boot or a run stopped
+            print("--- the last console lines (target)")
+            print("\n".join(target[-25:]))
         print(f"--- lava-run exit {p.returncode}; results LAVA recorded:")
         for r in results:
             print("  %-14s %-22s %-5s %s %s" % (r.get("definition"), r.get("case"), r.get("result"),
